@@ -1,0 +1,52 @@
+# Snodo's build. `make test` is the one command that runs every test
+# (.ci/run calls it after installing the tools in .ci/deps.d).
+
+GO       ?= go
+PKGS     ?= ./...
+BENCH    ?= .
+COUNT    ?= 6
+FUZZTIME ?= 30s
+
+.PHONY: all build test vet bench fuzz examples demo deps bench-compare clean
+
+all: build
+
+build:
+	$(GO) build $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
+
+# Every test, with the race detector. Wasm examples are built first so the
+# host's tests run against modules built from source.
+test: vet examples
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# Benchmarks: medians over COUNT runs are what BENCHMARKS.md quotes.
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) $(PKGS)
+
+# Each fuzz target for FUZZTIME.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzLineReader$$' -fuzztime $(FUZZTIME) ./jsonrpc
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./jsonrpc
+
+# The example and test Wasm modules, from source.
+examples:
+	@if [ -x scripts/build-examples.sh ]; then scripts/build-examples.sh; fi
+
+# The demo: a server asks, a Wasm module answers.
+demo: examples
+	scripts/demo.sh
+
+# Installs the toolchains the tests need (what .ci/run does first).
+deps:
+	@for dep in .ci/deps.d/*.sh; do [ -e "$$dep" ] && bash "$$dep"; done; true
+
+bench-compare:
+	$(MAKE) -C bench compare
+
+clean:
+	rm -rf bin

@@ -1,0 +1,149 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxLineBytes is the default largest line a LineReader accepts:
+// 16 MiB.
+const DefaultMaxLineBytes = 16 << 20
+
+// readBufferSize is the size of a LineReader's fixed read buffer.
+const readBufferSize = 64 << 10
+
+// LineTooLongError is returned by LineReader.ReadLine for a line longer than
+// the limit. By the time it is returned the whole line, up to and including
+// its newline, has been read and thrown away; the next ReadLine starts with
+// the next line.
+type LineTooLongError struct {
+	Limit int   // the limit in force
+	Bytes int64 // the length of the discarded line, without its newline
+}
+
+func (e *LineTooLongError) Error() string {
+	return fmt.Sprintf("jsonrpc: line of %d bytes discarded: longer than the limit of %d bytes", e.Bytes, e.Limit)
+}
+
+// LineReader reads newline-delimited messages with a maximum line length.
+//
+// Memory is bounded by the limit, not by the input: a line is collected only
+// while it is within the limit; past it, the bytes collected so far are
+// released and the rest of the line is skipped as it arrives, read buffer by
+// read buffer, without being kept.
+//
+// A LineReader is not safe for concurrent use.
+type LineReader struct {
+	r     io.Reader
+	max   int
+	buf   []byte // fixed read buffer
+	start int    // unread data is buf[start:end]
+	end   int
+	err   error // sticky read error, returned once buffered data is used up
+}
+
+// NewLineReader returns a LineReader reading from r that accepts lines of at
+// most maxLineBytes bytes (without the newline). maxLineBytes <= 0 means
+// DefaultMaxLineBytes.
+func NewLineReader(r io.Reader, maxLineBytes int) *LineReader {
+	if maxLineBytes <= 0 {
+		maxLineBytes = DefaultMaxLineBytes
+	}
+	return &LineReader{r: r, max: maxLineBytes, buf: make([]byte, readBufferSize)}
+}
+
+// ReadLine returns the next non-empty line, without its newline and without
+// a trailing carriage return. The returned slice is the caller's: it is never
+// reused by the reader.
+//
+// A line longer than the limit is consumed and reported as a
+// *LineTooLongError; reading may go on after it. At the end of input,
+// ReadLine returns io.EOF (a final line without a newline is returned first);
+// other read errors are returned as they are.
+func (lr *LineReader) ReadLine() ([]byte, error) {
+	var (
+		acc       []byte // the line so far, when it spans reads
+		size      int64  // the line's length so far
+		discarded bool   // the line has passed the limit
+	)
+	for {
+		if lr.start < lr.end {
+			chunk := lr.buf[lr.start:lr.end]
+			i := bytes.IndexByte(chunk, '\n')
+			part := chunk
+			if i >= 0 {
+				part = chunk[:i]
+				lr.start += i + 1
+			} else {
+				lr.start = lr.end
+			}
+			size += int64(len(part))
+			switch {
+			case discarded:
+			case size > int64(lr.max):
+				discarded, acc = true, nil
+			case i >= 0 && acc == nil:
+				// The common case: the whole line is in the read buffer.
+				if line := trimCR(part); len(line) > 0 {
+					return bytes.Clone(line), nil
+				}
+				size = 0
+				continue
+			default:
+				acc = appendBounded(acc, part, lr.max)
+			}
+			if i < 0 {
+				continue
+			}
+			if discarded {
+				return nil, &LineTooLongError{Limit: lr.max, Bytes: size}
+			}
+			if line := trimCR(acc); len(line) > 0 {
+				return line, nil
+			}
+			acc, size = nil, 0
+			continue
+		}
+		if lr.err != nil {
+			if lr.err == io.EOF && size > 0 {
+				// A final line without a newline.
+				if discarded {
+					return nil, &LineTooLongError{Limit: lr.max, Bytes: size}
+				}
+				if line := trimCR(acc); len(line) > 0 {
+					return line, nil
+				}
+			}
+			return nil, lr.err
+		}
+		lr.start = 0
+		n, err := lr.r.Read(lr.buf)
+		lr.end = n
+		if err != nil {
+			lr.err = err
+		}
+	}
+}
+
+// appendBounded appends part to acc, growing acc's capacity at most to
+// limit+1 bytes, so a line just under the limit never costs twice the limit.
+func appendBounded(acc, part []byte, limit int) []byte {
+	need := len(acc) + len(part)
+	if need <= cap(acc) {
+		return append(acc, part...)
+	}
+	c := max(2*cap(acc), need, readBufferSize)
+	c = min(c, limit+1)
+	c = max(c, need)
+	grown := make([]byte, len(acc), c)
+	copy(grown, acc)
+	return append(grown, part...)
+}
+
+func trimCR(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return b[:n-1]
+	}
+	return b
+}

@@ -1,0 +1,49 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// Sentinels for errors.Is. ErrConnection matches every connection error,
+// ErrTimeout every timeout (the max-total-timeout one included), and
+// ErrMaxTotalTimeout only the max-total-timeout one.
+var (
+	ErrConnection      = &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeConnectionClosed}
+	ErrTimeout         = &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeRequestTimeout}
+	ErrMaxTotalTimeout = errors.New("maximum total timeout exceeded")
+)
+
+// ConnectionError returns the error for a connection that is gone: -32000,
+// kind transport, with cause as its cause (may be nil).
+func ConnectionError(message string, cause error) *jsonrpc.Error {
+	return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeConnectionClosed, Message: message, Cause: cause}
+}
+
+// TimeoutError returns the error for a request that got no response within
+// timeout: -32001, kind transport. Its data is {"timeout": milliseconds}.
+func TimeoutError(timeout time.Duration) *jsonrpc.Error {
+	return &jsonrpc.Error{
+		Kind:    jsonrpc.KindTransport,
+		Code:    jsonrpc.CodeRequestTimeout,
+		Message: fmt.Sprintf("request timed out after %v", timeout),
+		Data:    fmt.Appendf(nil, `{"timeout":%d}`, timeout.Milliseconds()),
+	}
+}
+
+// MaxTotalTimeoutError returns the error for a request whose timeout was
+// reset by progress until it reached its maximum total time: -32001, kind
+// transport, wrapping ErrMaxTotalTimeout. Its data is
+// {"maxTotalTimeout": milliseconds}.
+func MaxTotalTimeoutError(maxTotal time.Duration) *jsonrpc.Error {
+	return &jsonrpc.Error{
+		Kind:    jsonrpc.KindTransport,
+		Code:    jsonrpc.CodeRequestTimeout,
+		Message: fmt.Sprintf("request exceeded its maximum total timeout of %v", maxTotal),
+		Data:    fmt.Appendf(nil, `{"maxTotalTimeout":%d}`, maxTotal.Milliseconds()),
+		Cause:   ErrMaxTotalTimeout,
+	}
+}

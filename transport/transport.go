@@ -1,0 +1,183 @@
+// Package transport is the contract between the Snodo client and the
+// connection underneath it.
+//
+// A Transport moves one complete JSON-RPC request to a server and returns the
+// complete JSON-RPC response. The client builds the request and decodes the
+// response, so a transport never interprets result or error. Optional
+// capabilities — sending notifications, deleting a session, opening a
+// subscriptions/listen stream — are small separate interfaces, discovered
+// with a type assertion the way io.WriterTo is.
+//
+// Failures of the connection itself are *jsonrpc.Error values of kind
+// jsonrpc.KindTransport, made by ConnectionError (-32000), TimeoutError and
+// MaxTotalTimeoutError (-32001): the codes the official TypeScript SDK uses
+// for the same client-side conditions.
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// Transport moves one request and returns its response.
+type Transport interface {
+	// Request sends req and waits for its response, which it returns as it
+	// came, result or error: an error response from the server is a
+	// *jsonrpc.Response with Error set, not a Go error. The Go error is for
+	// failures of the transport itself (connection, timeout, ctx).
+	//
+	// If req.ID is the zero ID the transport assigns one that is unique on
+	// the connection; the response carries it. A caller that sets IDs itself
+	// must not reuse one that is still in flight.
+	//
+	// When ctx ends first, Request returns ctx's error (wrapped in a
+	// transport error) and tells the server the request is cancelled.
+	Request(ctx context.Context, req *jsonrpc.Request, opts RequestOptions) (*jsonrpc.Response, error)
+
+	// Close closes the connection. Requests in flight and later requests
+	// fail with a connection error (-32000).
+	Close() error
+}
+
+// Notifier is implemented by a transport that can send notifications. The
+// client needs it for notifications/initialized, so a transport without it
+// cannot open an initialize-era connection.
+type Notifier interface {
+	// Notify sends a notification and returns once the transport has
+	// delivered it (for stdio: once the line is written to the pipe).
+	Notify(ctx context.Context, n *jsonrpc.Notification, opts NotifyOptions) error
+}
+
+// SessionDeleter is implemented by a transport with server-issued sessions
+// (Streamable HTTP sends a DELETE). The client calls it before Close when
+// the server issued a session ID.
+type SessionDeleter interface {
+	DeleteSession(ctx context.Context, opts SessionOptions) error
+}
+
+// Listener is implemented by a transport that can carry a
+// subscriptions/listen stream.
+type Listener interface {
+	// Listen sends req (a subscriptions/listen request), waits up to
+	// opts.Timeout for the server's notifications/subscriptions/acknowledged,
+	// and returns the filter from the acknowledgement and the subscription
+	// that receives the stream. A JSON-RPC error response before the
+	// acknowledgement is returned as a *jsonrpc.Error of kind server.
+	//
+	// The subscription is owned by ctx: when ctx ends, the subscription is
+	// closed and the server told so.
+	Listen(ctx context.Context, req *jsonrpc.Request, opts ListenOptions) (accepted json.RawMessage, sub *Subscription, err error)
+}
+
+// Header is one transport header, such as MCP-Protocol-Version. Transports
+// without headers ignore them.
+type Header struct {
+	Name, Value string
+}
+
+// Policy is what a dialect or an extension asks of a transport for one
+// request: today, headers to add. Transports without headers ignore it.
+type Policy struct {
+	Headers []Header
+}
+
+// Dialect is the protocol dialect that built a request. HTTP asks it for the
+// headers to derive from the request; stdio ignores it.
+type Dialect interface {
+	TransportPolicy(req *jsonrpc.Request) Policy
+}
+
+// Extension is an optional protocol extension for a request's method. HTTP
+// asks it for extension routing headers; other transports may ignore it.
+type Extension interface {
+	TransportPolicy(req *jsonrpc.Request) Policy
+}
+
+// ServerRequestFunc answers a request that the server sends to the client
+// (such as elicitation/create on an initialize-era connection). It receives
+// the request as sent and returns the result to send back, or an error: a
+// *jsonrpc.Error is sent with its code, message and data; any other error is
+// sent as -32603 with its text.
+//
+// ctx is cancelled when the connection stops; an answer returned after that
+// is not sent.
+type ServerRequestFunc func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error)
+
+// ProgressFunc receives the params of each notifications/progress whose
+// progressToken is the request's params._meta.progressToken. It runs in the
+// goroutine that called Request, never in the transport's reader. An error
+// (or a panic) cancels the request on the server, and Request returns that
+// failure.
+type ProgressFunc func(params json.RawMessage) error
+
+// RequestOptions are the per-request options of the transport contract.
+type RequestOptions struct {
+	// Timeout is how long to wait for the response; 0 means no limit other
+	// than ctx. When it passes, Request returns TimeoutError and the server
+	// is sent notifications/cancelled for the request.
+	Timeout time.Duration
+
+	// Dialect is the protocol dialect that built the request.
+	Dialect Dialect
+
+	// Extension is an optional extension for the request's method.
+	Extension Extension
+
+	// Headers are request headers for the negotiated session
+	// (MCP-Protocol-Version, Mcp-Session-Id on an initialize-era connection).
+	Headers []Header
+
+	// OnResponseHeaders, when set, is called in the caller's goroutine with
+	// the response headers (lowercase names) before Request returns.
+	// Transports without headers do not call it.
+	OnResponseHeaders func([]Header)
+
+	// OnServerRequest answers requests the server sends while this request
+	// is in flight, for a transport that carries them on the response of the
+	// request (HTTP). A transport whose connection outlives one request
+	// (stdio) takes the function at connect time instead.
+	OnServerRequest ServerRequestFunc
+
+	// OnProgress, when set, receives the request's progress notifications.
+	OnProgress ProgressFunc
+
+	// ResetTimeoutOnProgress restarts Timeout at each delivered progress
+	// notification, up to MaxTotalTimeout after the request started; past
+	// that, Request fails with MaxTotalTimeoutError.
+	ResetTimeoutOnProgress bool
+
+	// MaxTotalTimeout bounds the request's whole life when
+	// ResetTimeoutOnProgress is set; 0 means no bound.
+	MaxTotalTimeout time.Duration
+}
+
+// NotifyOptions are the options of Notifier.Notify.
+type NotifyOptions struct {
+	Timeout time.Duration
+	Dialect Dialect
+	Headers []Header
+}
+
+// SessionOptions are the options of SessionDeleter.DeleteSession.
+type SessionOptions struct {
+	Timeout time.Duration
+	Headers []Header
+}
+
+// ListenOptions are the options of Listener.Listen.
+type ListenOptions struct {
+	// Timeout is how long to wait for the acknowledgement; 0 means no limit
+	// other than ctx.
+	Timeout time.Duration
+	Dialect Dialect
+	Headers []Header
+
+	// MaxBuffer is the most events held for the consumer; 0 means
+	// DefaultMaxBuffer.
+	MaxBuffer int
+	// Overflow says what happens when an event arrives to a full buffer.
+	Overflow OverflowPolicy
+}
