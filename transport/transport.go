@@ -72,6 +72,24 @@ type Listener interface {
 	Listen(ctx context.Context, req *jsonrpc.Request, opts ListenOptions) (accepted json.RawMessage, sub *Subscription, err error)
 }
 
+// Inbound is implemented by a transport whose connection outlives one
+// request (stdio), so that the client can answer, for the whole connection,
+// the requests the server sends and receive the notifications the transport
+// does not route itself (progress and subscription events are routed to
+// their requests). The client calls SetInbound before its first request; a
+// later call replaces the functions for messages that arrive after it.
+//
+// A transport whose server requests ride on the response of the request in
+// flight (HTTP) takes RequestOptions.OnServerRequest instead.
+type Inbound interface {
+	SetInbound(onRequest ServerRequestFunc, onNotification NotificationFunc)
+}
+
+// NotificationFunc receives a notification from the server, such as
+// notifications/message. It must not block: it runs in the transport's
+// reader.
+type NotificationFunc func(n *jsonrpc.Notification)
+
 // Header is one transport header, such as MCP-Protocol-Version. Transports
 // without headers ignore them.
 type Header struct {
