@@ -1,0 +1,323 @@
+// Command demo is an MCP server, built with the official Go SDK, that shows
+// what Snodo does: it asks the client for input (an elicitation form, a
+// sampling request, the client's roots), reports progress over a few
+// seconds, and changes its own tool, prompt and resource lists.
+//
+// It serves one protocol era, chosen by flag, over stdio:
+//
+//	demo --era legacy   # initialize handshake, 2024-11-05 … 2025-11-25;
+//	                    # the server asks with elicitation/create requests
+//	demo --era modern   # 2026-07-28: server/discover, per-request _meta;
+//	                    # the server asks by returning input_required
+//
+// Each tool that needs input returns InputRequests; the SDK sends them to a
+// legacy client as server-to-client requests and to a modern client as an
+// input_required result, so the same client handler answers both.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Protocol versions by era, newest first.
+var (
+	legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	modernVersions = []string{"2026-07-28"}
+)
+
+func main() {
+	era := flag.String("era", "modern", "protocol era to serve: legacy (initialize, 2024-11-05…2025-11-25) or modern (2026-07-28)")
+	stepDelay := flag.Duration("step-delay", 300*time.Millisecond, "default pause between two progress steps of the count tool")
+	verbose := flag.Bool("verbose", false, "log the server's activity on stderr")
+	flag.Parse()
+
+	var versions []string
+	switch *era {
+	case "legacy":
+		versions = legacyVersions
+	case "modern":
+		versions = modernVersions
+	default:
+		fmt.Fprintf(os.Stderr, "demo: --era must be legacy or modern, not %q\n", *era)
+		os.Exit(2)
+	}
+
+	level := slog.LevelError
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	d := newDemo(*stepDelay)
+	server := mcp.NewServer(&mcp.Implementation{Name: "snodo-demo", Title: "Snodo demo server", Version: "1.0.0"}, &mcp.ServerOptions{
+		Instructions:              "A demo of what a server can ask of a Snodo client. Try the register tool.",
+		Logger:                    logger,
+		SupportedProtocolVersions: versions,
+		CompletionHandler:         d.complete,
+		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		},
+	})
+	d.server = server
+	d.register()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// demo holds the server and the state its tools change.
+type demo struct {
+	server    *mcp.Server
+	stepDelay time.Duration
+
+	mu      sync.Mutex
+	bonus   bool // whether the bonus tool, prompt and resource are listed
+	counter int  // the value of demo://counter
+}
+
+func newDemo(stepDelay time.Duration) *demo { return &demo{stepDelay: stepDelay} }
+
+func text(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+type echoArgs struct {
+	Text string `json:"text" jsonschema:"the text to send back"`
+}
+
+type sampleArgs struct {
+	Prompt string `json:"prompt" jsonschema:"what to ask the client's model"`
+}
+
+type countArgs struct {
+	Steps   int `json:"steps,omitempty" jsonschema:"how many steps to count (default 10)"`
+	DelayMS int `json:"delay_ms,omitempty" jsonschema:"pause between steps in milliseconds (default: the server's --step-delay)"`
+}
+
+type failArgs struct {
+	Message string `json:"message,omitempty" jsonschema:"the error text of the result"`
+}
+
+type noArgs struct{}
+
+func (d *demo) register() {
+	s := d.server
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Sends the text back."}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+		return text("%s", in.Text), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "register", Description: "Asks the user to fill in a registration form (elicitation) and reports what came back."}, d.registerTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "Asks the client's model a question (sampling) and reports the answer."}, d.sampleTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "Asks the client for its roots and lists them."}, d.rootsTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "Counts slowly, reporting progress at each step; cancellable."}, d.countTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "toggle_bonus", Description: "Adds the bonus tool, prompt and resource, or removes them: the server's lists change."}, d.toggleTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Increments demo://counter and tells subscribers it changed."}, d.touchTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Returns a tool result with isError set."}, func(_ context.Context, _ *mcp.CallToolRequest, in failArgs) (*mcp.CallToolResult, any, error) {
+		msg := in.Message
+		if msg == "" {
+			msg = "the fail tool always fails"
+		}
+		res := text("%s", msg)
+		res.IsError = true
+		return res, nil, nil
+	})
+
+	s.AddResource(&mcp.Resource{URI: "demo://readme", Name: "readme", Title: "About this server", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "demo://readme", MIMEType: "text/plain",
+			Text: "This server asks its client for input: call register, sample or roots."}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "demo://counter", Name: "counter", Description: "A number the touch tool increments.", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		d.mu.Lock()
+		n := d.counter
+		d.mu.Unlock()
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "demo://counter", MIMEType: "text/plain", Text: fmt.Sprint(n)}}}, nil
+	})
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "demo://greeting/{name}", Name: "greeting", Description: "A greeting for anyone.", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		name := strings.TrimPrefix(req.Params.URI, "demo://greeting/")
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "Hello, " + name + "!"}}}, nil
+	})
+
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "A greeting in a chosen style.", Arguments: []*mcp.PromptArgument{
+		{Name: "name", Description: "who to greet", Required: true},
+		{Name: "style", Description: "formal or casual"},
+	}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		name, style := req.Params.Arguments["name"], req.Params.Arguments["style"]
+		greeting := "Hi " + name + "!"
+		if style == "formal" {
+			greeting = "Good day, " + name + "."
+		}
+		return &mcp.GetPromptResult{Description: "A greeting", Messages: []*mcp.PromptMessage{
+			{Role: "user", Content: &mcp.TextContent{Text: "Please greet me like this: " + greeting}},
+		}}, nil
+	})
+}
+
+// registerTool elicits a form. The SDK turns the InputRequests into an
+// elicitation/create request (legacy) or an input_required result (modern).
+func (d *demo) registerTool(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+	if resp, ok := req.Params.InputResponses["registration"].(*mcp.ElicitResult); ok && resp != nil {
+		if resp.Action != "accept" {
+			return text("registration %sed: nothing saved", strings.TrimSuffix(resp.Action, "e")), nil, nil
+		}
+		c := resp.Content
+		res := text("registered %v (age %v, plan %v, newsletter %v)", c["name"], c["age"], c["plan"], c["newsletter"])
+		res.StructuredContent = map[string]any{"action": resp.Action, "content": c}
+		return res, nil, nil
+	}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+		"registration": &mcp.ElicitParams{
+			Mode:    "form",
+			Message: "Please register for the demo.",
+			RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"name":       map[string]any{"type": "string", "title": "Name", "description": "Your name", "default": "Ada"},
+					"age":        map[string]any{"type": "integer", "title": "Age", "minimum": 0, "default": 36},
+					"plan":       map[string]any{"type": "string", "title": "Plan", "enum": []string{"free", "pro"}, "default": "free"},
+					"newsletter": map[string]any{"type": "boolean", "title": "Newsletter", "default": false},
+				},
+				"required": []string{"name"},
+			},
+		},
+	}}, nil, nil
+}
+
+func (d *demo) sampleTool(_ context.Context, req *mcp.CallToolRequest, in sampleArgs) (*mcp.CallToolResult, any, error) {
+	switch resp := req.Params.InputResponses["answer"].(type) {
+	case *mcp.CreateMessageWithToolsResult:
+		for _, c := range resp.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				return text("%s answered: %s", resp.Model, t.Text), nil, nil
+			}
+		}
+		return text("%s answered without text", resp.Model), nil, nil
+	case *mcp.CreateMessageResult:
+		if t, ok := resp.Content.(*mcp.TextContent); ok {
+			return text("%s answered: %s", resp.Model, t.Text), nil, nil
+		}
+		return text("%s answered without text", resp.Model), nil, nil
+	}
+	prompt := in.Prompt
+	if prompt == "" {
+		prompt = "What is the capital of France?"
+	}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+		"answer": &mcp.CreateMessageParams{
+			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: prompt}}},
+			MaxTokens: 100,
+		},
+	}}, nil, nil
+}
+
+func (d *demo) rootsTool(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+	if resp, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult); ok && resp != nil {
+		uris := make([]string, 0, len(resp.Roots))
+		for _, r := range resp.Roots {
+			uris = append(uris, r.URI)
+		}
+		return text("%d roots: %s", len(uris), strings.Join(uris, ", ")), nil, nil
+	}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}}, nil, nil
+}
+
+// countTool reports progress at each step when the caller asked for it, and
+// stops when the request is cancelled.
+func (d *demo) countTool(ctx context.Context, req *mcp.CallToolRequest, in countArgs) (*mcp.CallToolResult, any, error) {
+	steps := in.Steps
+	if steps <= 0 {
+		steps = 10
+	}
+	delay := d.stepDelay
+	if in.DelayMS > 0 {
+		delay = time.Duration(in.DelayMS) * time.Millisecond
+	}
+	token := req.Params.GetProgressToken()
+	for i := 1; i <= steps; i++ {
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		if token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      float64(i),
+				Total:         float64(steps),
+				Message:       fmt.Sprintf("step %d of %d", i, steps),
+			})
+		}
+	}
+	return text("counted to %d", steps), nil, nil
+}
+
+func (d *demo) toggleTool(_ context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+	d.mu.Lock()
+	d.bonus = !d.bonus
+	on := d.bonus
+	d.mu.Unlock()
+	if !on {
+		d.server.RemoveTools("bonus")
+		d.server.RemovePrompts("bonus")
+		d.server.RemoveResources("demo://bonus")
+		return text("removed the bonus tool, prompt and resource"), nil, nil
+	}
+	mcp.AddTool(d.server, &mcp.Tool{Name: "bonus", Description: "Appears and disappears with toggle_bonus."}, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+		return text("bonus!"), nil, nil
+	})
+	d.server.AddPrompt(&mcp.Prompt{Name: "bonus", Description: "Appears and disappears with toggle_bonus."}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "bonus"}}}}, nil
+	})
+	d.server.AddResource(&mcp.Resource{URI: "demo://bonus", Name: "bonus", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "demo://bonus", Text: "bonus"}}}, nil
+	})
+	return text("added the bonus tool, prompt and resource"), nil, nil
+}
+
+func (d *demo) touchTool(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+	d.mu.Lock()
+	d.counter++
+	n := d.counter
+	d.mu.Unlock()
+	_ = d.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "demo://counter"})
+	return text("counter is %d", n), nil, nil
+}
+
+// names are the completion candidates for the greet prompt's name argument
+// and the greeting template's {name}.
+var names = []string{"Ada", "Alan", "Barbara", "Grace", "Ken", "Linus", "Margaret"}
+
+func (d *demo) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	var values []string
+	if req.Params.Argument.Name == "name" {
+		for _, n := range names {
+			if strings.HasPrefix(strings.ToLower(n), strings.ToLower(req.Params.Argument.Value)) {
+				values = append(values, n)
+			}
+		}
+	}
+	if req.Params.Argument.Name == "style" {
+		values = []string{"casual", "formal"}
+	}
+	if values == nil {
+		values = []string{}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
+}
