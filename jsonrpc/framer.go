@@ -63,9 +63,9 @@ func NewLineReader(r io.Reader, maxLineBytes int) *LineReader {
 // other read errors are returned as they are.
 func (lr *LineReader) ReadLine() ([]byte, error) {
 	var (
-		acc       []byte // the line so far, when it spans reads
-		size      int64  // the line's length so far
-		discarded bool   // the line has passed the limit
+		acc       lineBuffer // the line so far, when it spans reads
+		size      int64      // the line's length so far
+		discarded bool       // the line has passed the limit
 	)
 	for {
 		if lr.start < lr.end {
@@ -82,8 +82,9 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 			switch {
 			case discarded:
 			case size > int64(lr.max):
-				discarded, acc = true, nil
-			case i >= 0 && acc == nil:
+				discarded = true
+				acc = lineBuffer{} // release what was collected
+			case i >= 0 && acc.empty():
 				// The common case: the whole line is in the read buffer.
 				if line := trimCR(part); len(line) > 0 {
 					return bytes.Clone(line), nil
@@ -91,7 +92,7 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 				size = 0
 				continue
 			default:
-				acc = appendBounded(acc, part, lr.max)
+				acc.append(part, lr.max+1)
 			}
 			if i < 0 {
 				continue
@@ -99,10 +100,10 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 			if discarded {
 				return nil, &LineTooLongError{Limit: lr.max, Bytes: size}
 			}
-			if line := trimCR(acc); len(line) > 0 {
+			if line := trimCR(acc.bytes()); len(line) > 0 {
 				return line, nil
 			}
-			acc, size = nil, 0
+			acc, size = lineBuffer{}, 0
 			continue
 		}
 		if lr.err != nil {
@@ -111,7 +112,7 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 				if discarded {
 					return nil, &LineTooLongError{Limit: lr.max, Bytes: size}
 				}
-				if line := trimCR(acc); len(line) > 0 {
+				if line := trimCR(acc.bytes()); len(line) > 0 {
 					return line, nil
 				}
 			}
@@ -126,19 +127,59 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 	}
 }
 
-// appendBounded appends part to acc, growing acc's capacity at most to
-// limit+1 bytes, so a line just under the limit never costs twice the limit.
-func appendBounded(acc, part []byte, limit int) []byte {
-	need := len(acc) + len(part)
-	if need <= cap(acc) {
-		return append(acc, part...)
+// maxChunk bounds one chunk of a lineBuffer.
+const maxChunk = 4 << 20
+
+// lineBuffer collects a line that spans reads in chunks of growing size.
+// Chunks are never copied while the line grows, so the memory held is the
+// line's length (rounded up to a chunk) and never more than the capacity
+// bound it is given; an over-long line costs at most the limit.
+type lineBuffer struct {
+	chunks [][]byte
+	total  int // capacity of all chunks
+}
+
+func (lb *lineBuffer) empty() bool { return len(lb.chunks) == 0 }
+
+// append adds part, keeping the total capacity within capBound.
+func (lb *lineBuffer) append(part []byte, capBound int) {
+	for len(part) > 0 {
+		if n := len(lb.chunks); n > 0 {
+			last := lb.chunks[n-1]
+			if free := cap(last) - len(last); free > 0 {
+				k := min(free, len(part))
+				lb.chunks[n-1] = append(last, part[:k]...)
+				part = part[k:]
+				continue
+			}
+		}
+		size := readBufferSize
+		if n := len(lb.chunks); n > 0 {
+			size = 2 * cap(lb.chunks[n-1])
+		}
+		size = max(min(size, maxChunk, capBound-lb.total), len(part))
+		lb.chunks = append(lb.chunks, make([]byte, 0, size))
+		lb.total += size
 	}
-	c := max(2*cap(acc), need, readBufferSize)
-	c = min(c, limit+1)
-	c = max(c, need)
-	grown := make([]byte, len(acc), c)
-	copy(grown, acc)
-	return append(grown, part...)
+}
+
+// bytes returns the collected line as one slice.
+func (lb *lineBuffer) bytes() []byte {
+	switch len(lb.chunks) {
+	case 0:
+		return nil
+	case 1:
+		return lb.chunks[0]
+	}
+	n := 0
+	for _, c := range lb.chunks {
+		n += len(c)
+	}
+	line := make([]byte, 0, n)
+	for _, c := range lb.chunks {
+		line = append(line, c...)
+	}
+	return line
 }
 
 func trimCR(b []byte) []byte {

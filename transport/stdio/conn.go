@@ -1,0 +1,319 @@
+package stdio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// DefaultMaxServerRequests is the default number of server-to-client
+// requests whose functions run at once.
+const DefaultMaxServerRequests = 16
+
+// ErrClosed is the cause of the error of a connection stopped by Close.
+var ErrClosed = errors.New("stdio: connection closed")
+
+// exitGrace is how long the reader keeps reading stdout after the server
+// process has exited, for the responses still in the pipe. A grandchild that
+// inherited stdout could otherwise keep it open for ever.
+const exitGrace = 500 * time.Millisecond
+
+// EnvVar is one change to the server's environment.
+type EnvVar struct {
+	Name, Value string
+	// Unset removes the variable from the inherited environment; Value is
+	// then ignored.
+	Unset bool
+}
+
+// Set returns an EnvVar that sets name to value.
+func Set(name, value string) EnvVar { return EnvVar{Name: name, Value: value} }
+
+// Unset returns an EnvVar that removes name from the environment.
+func Unset(name string) EnvVar { return EnvVar{Name: name, Unset: true} }
+
+// Config says which server to start and how to talk to it.
+type Config struct {
+	// Command is the program to run. It is run directly, never through a
+	// shell; a name without a slash is looked up in PATH.
+	Command string
+	Args    []string
+	// Env is applied over the parent's environment, in order.
+	Env []EnvVar
+	// Dir is the working directory; empty means the parent's.
+	Dir string
+	// Stderr receives the server's stderr; nil means inherited (os.Stderr).
+	// A writer that is not an *os.File is fed by a goroutine that copies
+	// continuously, so the server never blocks on an unread pipe unless the
+	// writer itself blocks.
+	Stderr io.Writer
+
+	// MaxLineBytes is the longest line accepted from the server; 0 means
+	// jsonrpc.DefaultMaxLineBytes (16 MiB). The rest of a longer line is
+	// discarded as it arrives, so the request it answered times out; later
+	// responses are unaffected.
+	MaxLineBytes int
+	// MaxServerRequests is the most server-to-client requests whose
+	// functions run at once; 0 means DefaultMaxServerRequests. A request
+	// over the limit is answered with -32603 without running the function.
+	MaxServerRequests int
+	// OnServerRequest answers the requests the server sends to the client,
+	// each in its own goroutine. A function that panics is answered with
+	// -32603. nil answers -32601 to every server-to-client request.
+	OnServerRequest transport.ServerRequestFunc
+	// OnNotification receives the server's notifications that are not
+	// routed to a request (progress) or a subscription (events). It runs in
+	// the reader and must not block. nil drops them.
+	OnNotification transport.NotificationFunc
+
+	// SysProcAttr is passed to the server's exec.Cmd, e.g. to start it in
+	// its own process group.
+	SysProcAttr *syscall.SysProcAttr
+}
+
+// Conn is a connection to a server running as a child process.
+type Conn struct {
+	cmd     *exec.Cmd
+	stdin   *os.File // our end of the server's stdin
+	stdout  *os.File // our end of the server's stdout
+	maxLine int
+	sem     chan struct{} // one slot per running server-request function
+
+	out outQueue // messages for the writer
+
+	nextID atomic.Int64
+
+	mu         sync.Mutex
+	pending    map[jsonrpc.ID]*call         // requests waiting for a response
+	progress   map[jsonrpc.ID]*call         // by progress token
+	listens    map[jsonrpc.ID]*listenState  // subscriptions/listen by request ID
+	serverReqs map[jsonrpc.ID]*serverRequest // running server-request functions
+	onRequest  transport.ServerRequestFunc
+	onNotify   transport.NotificationFunc
+	err        error // why the connection stopped; nil while running
+
+	done       chan struct{} // closed when the connection stops
+	stopOnce   sync.Once
+	handlerCtx context.Context // parent of server-request functions' contexts
+	stopCtx    context.CancelCauseFunc
+	stopOwner  func() bool
+
+	exited   chan struct{} // closed when the server process has been reaped
+	waitErr  error
+	readDone chan struct{} // closed when the reader has returned
+}
+
+// Compile-time checks of the capabilities Conn offers.
+var (
+	_ transport.Transport = (*Conn)(nil)
+	_ transport.Notifier  = (*Conn)(nil)
+	_ transport.Listener  = (*Conn)(nil)
+	_ transport.Inbound   = (*Conn)(nil)
+)
+
+// Connect starts the server and returns the connection to it.
+//
+// ctx is the connection's owner: when it ends, the connection closes, with
+// context.Cause(ctx) as the reason (see CloseWithCause). Cancelling ctx
+// after Connect has returned does not kill the server; it closes its stdin.
+func Connect(ctx context.Context, cfg Config) (*Conn, error) {
+	if cfg.Command == "" {
+		return nil, errors.New("stdio: Config.Command is empty")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, transport.ConnectionError("not started", context.Cause(ctx))
+	}
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Dir = cfg.Dir
+	cmd.Env = environ(os.Environ(), cfg.Env)
+	cmd.SysProcAttr = cfg.SysProcAttr
+	cmd.Stderr = cfg.Stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	// Our own pipes, not cmd.StdinPipe/StdoutPipe: os.Pipe files are in
+	// the runtime poller, so a blocked Write is woken by Close and a Read
+	// can be given a deadline.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdio: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("stdio: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("stdio: starting %s: %w", cfg.Command, err)
+	}
+	// The child has its copies; ours would hide EOF from either side.
+	inR.Close()
+	outW.Close()
+
+	maxServer := cfg.MaxServerRequests
+	if maxServer <= 0 {
+		maxServer = DefaultMaxServerRequests
+	}
+	c := &Conn{
+		cmd:        cmd,
+		stdin:      inW,
+		stdout:     outR,
+		maxLine:    cfg.MaxLineBytes,
+		sem:        make(chan struct{}, maxServer),
+		pending:    make(map[jsonrpc.ID]*call),
+		progress:   make(map[jsonrpc.ID]*call),
+		listens:    make(map[jsonrpc.ID]*listenState),
+		serverReqs: make(map[jsonrpc.ID]*serverRequest),
+		onRequest:  cfg.OnServerRequest,
+		onNotify:   cfg.OnNotification,
+		done:       make(chan struct{}),
+		exited:     make(chan struct{}),
+		readDone:   make(chan struct{}),
+	}
+	if c.maxLine <= 0 {
+		c.maxLine = jsonrpc.DefaultMaxLineBytes
+	}
+	c.out.init()
+	c.handlerCtx, c.stopCtx = context.WithCancelCause(context.Background())
+	go c.waitLoop()
+	go c.writeLoop()
+	go c.readLoop()
+	stopOwner := context.AfterFunc(ctx, func() { c.CloseWithCause(context.Cause(ctx)) })
+	c.mu.Lock()
+	c.stopOwner = stopOwner
+	c.mu.Unlock()
+	return c, nil
+}
+
+// environ applies changes over base, in order.
+func environ(base []string, changes []EnvVar) []string {
+	env := append([]string(nil), base...)
+	for _, ch := range changes {
+		prefix := ch.Name + "="
+		kept := env[:0]
+		for _, kv := range env {
+			if !strings.HasPrefix(kv, prefix) {
+				kept = append(kept, kv)
+			}
+		}
+		env = kept
+		if !ch.Unset {
+			env = append(env, prefix+ch.Value)
+		}
+	}
+	return env
+}
+
+// SetInbound replaces the functions that answer server-to-client requests
+// and receive unrouted notifications, for messages that arrive after it.
+func (c *Conn) SetInbound(onRequest transport.ServerRequestFunc, onNotification transport.NotificationFunc) {
+	c.mu.Lock()
+	c.onRequest, c.onNotify = onRequest, onNotification
+	c.mu.Unlock()
+}
+
+// Close closes the server's stdin. An MCP stdio server exits at EOF after
+// finishing the requests it admitted; Close neither signals nor kills it
+// (use Wait to see it exit). Requests in flight and later requests fail
+// with a -32000 connection error wrapping ErrClosed; running
+// server-request functions are cancelled and their answers not sent; open
+// subscriptions end with -32000.
+func (c *Conn) Close() error { return c.CloseWithCause(ErrClosed) }
+
+// CloseWithCause is Close with cause as the reason: Err, and the errors of
+// requests that fail because of it, wrap cause. A nil cause is ErrClosed.
+// Closing a stopped connection does nothing.
+func (c *Conn) CloseWithCause(cause error) error {
+	if cause == nil {
+		cause = ErrClosed
+	}
+	c.stop(transport.ConnectionError("connection closed", cause))
+	return nil
+}
+
+// Done returns a channel that is closed once the connection has stopped.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection stopped: a -32000 *jsonrpc.Error whose
+// cause is the reason. It is nil while the connection runs.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Pid returns the server's process ID.
+func (c *Conn) Pid() int { return c.cmd.Process.Pid }
+
+// Wait waits for the server process to exit and returns its state, with the
+// error of exec.Cmd.Wait (an *exec.ExitError for a non-zero exit). The
+// process is reaped whether or not Wait is called. If ctx ends first, Wait
+// returns ctx's error; the server keeps running.
+func (c *Conn) Wait(ctx context.Context) (*os.ProcessState, error) {
+	select {
+	case <-c.exited:
+		return c.cmd.ProcessState, c.waitErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// waitLoop reaps the server.
+func (c *Conn) waitLoop() {
+	c.waitErr = c.cmd.Wait()
+	close(c.exited)
+	// The responses the server wrote before exiting are in the pipe; give
+	// the reader a moment for them, then end it even if a grandchild holds
+	// stdout open.
+	c.stdout.SetReadDeadline(time.Now().Add(exitGrace))
+}
+
+// stop stops the connection with err (a -32000 error), once.
+func (c *Conn) stop(err *jsonrpc.Error) {
+	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		c.err = err
+		listens := c.listens
+		c.listens = make(map[jsonrpc.ID]*listenState)
+		stopOwner := c.stopOwner
+		c.mu.Unlock()
+		close(c.done)
+		c.stopCtx(err)
+		// Closing stdin is what tells the server to finish; it also wakes
+		// a writer blocked on a server that does not read.
+		c.stdin.Close()
+		for _, ls := range listens {
+			ls.fail(err)
+		}
+		if stopOwner != nil {
+			stopOwner()
+		}
+	})
+}
+
+// stopped returns the connection's error if it has stopped.
+func (c *Conn) stopped() error {
+	select {
+	case <-c.done:
+		return c.Err()
+	default:
+		return nil
+	}
+}
