@@ -1,0 +1,216 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// helperEnv selects a scripted server when the test binary is re-executed,
+// the os/exec package's own trick.
+const helperEnv = "SNODO_RUNTIME_TEST_HELPER"
+
+// runHelper runs the scripted process named by helperEnv, if any, and exits.
+func runHelper() {
+	switch os.Getenv(helperEnv) {
+	case "":
+		return
+	case "polite": // exits at EOF, as an MCP stdio server should
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	case "term": // ignores EOF, exits on SIGTERM
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-sig
+		os.Exit(0)
+	case "stubborn": // ignores EOF and SIGTERM, and starts a grandchild that does too
+		signal.Ignore(syscall.SIGTERM)
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), helperEnv+"=grandchild")
+		if err := child.Start(); err != nil {
+			panic(err)
+		}
+		fmt.Println(child.Process.Pid)
+		select {}
+	case "polite-with-grandchild": // exits at EOF, leaving a grandchild that ignores SIGTERM
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), helperEnv+"=grandchild")
+		if err := child.Start(); err != nil {
+			panic(err)
+		}
+		fmt.Println(child.Process.Pid)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	case "grandchild":
+		signal.Ignore(syscall.SIGTERM)
+		select {}
+	}
+	os.Exit(3)
+}
+
+// cmdProcess is a serverProcess over a plain exec.Cmd, standing in for the
+// stdio connection.
+type cmdProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+	state *os.ProcessState
+}
+
+func startHelper(t *testing.T, scenario string) (*cmdProcess, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"="+scenario)
+	cmd.SysProcAttr = newGroupAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &cmdProcess{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	r := bufio.NewReader(stdout)
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	})
+	return p, r
+}
+
+func (p *cmdProcess) Close() error { return p.stdin.Close() }
+func (p *cmdProcess) Pid() int     { return p.cmd.Process.Pid }
+func (p *cmdProcess) Wait(ctx context.Context) (*os.ProcessState, error) {
+	select {
+	case <-p.done:
+		return p.state, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *cmdProcess) reap() {
+	_ = p.cmd.Wait()
+	p.state = p.cmd.ProcessState
+	close(p.done)
+}
+
+// processGone reports whether pid no longer runs: it does not exist, or it
+// is a zombie waiting for init to reap it.
+func processGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
+
+func readPid(t *testing.T, r *bufio.Reader) int {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("helper wrote %q, not a pid", line)
+	}
+	return pid
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// "shutdown closes stdin, waits a grace period, then SIGTERM, then SIGKILL,
+// and starts the server in its own process group so that grandchildren
+// (npx, uvx) go too — no process left behind."
+func TestShutdownKillsServerThatIgnoresEOFAndSIGTERMWithItsGrandchild(t *testing.T) {
+	p, r := startHelper(t, "stubborn")
+	grandchild := readPid(t, r)
+	go p.reap()
+
+	state, how := stopServer(context.Background(), p, 50*time.Millisecond, 50*time.Millisecond, quiet)
+	if state == nil {
+		t.Fatal("stopServer returned without the server's exit state")
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("server ended with %v, want killed by SIGKILL", state)
+	}
+	if !strings.HasPrefix(how, "killed") {
+		t.Errorf("escalation = %q, want killed", how)
+	}
+	waitGone(t, grandchild)
+}
+
+// "An MCP stdio server exits at EOF after finishing admitted requests": the
+// polite server gets no signal.
+func TestShutdownLetsServerExitAtEOF(t *testing.T) {
+	p, _ := startHelper(t, "polite")
+	go p.reap()
+	state, how := stopServer(context.Background(), p, 10*time.Second, 10*time.Second, quiet)
+	if state == nil || !state.Success() {
+		t.Fatalf("server ended with %v, want exit 0", state)
+	}
+	if how != "exited after EOF" {
+		t.Errorf("escalation = %q, want exited after EOF", how)
+	}
+}
+
+// A server that ignores EOF but honours SIGTERM is not killed.
+func TestShutdownSendsSIGTERMAfterGrace(t *testing.T) {
+	p, r := startHelper(t, "term")
+	if _, err := r.ReadString('\n'); err != nil { // signal handler installed
+		t.Fatal(err)
+	}
+	go p.reap()
+	state, how := stopServer(context.Background(), p, 50*time.Millisecond, 10*time.Second, quiet)
+	if state == nil || !state.Success() {
+		t.Fatalf("server ended with %v, want exit 0 after SIGTERM", state)
+	}
+	if how != "exited after SIGTERM" {
+		t.Errorf("escalation = %q, want exited after SIGTERM", how)
+	}
+}
+
+// A grandchild that outlives a polite server is stopped with the group.
+func TestShutdownStopsGrandchildThatOutlivesServer(t *testing.T) {
+	p, r := startHelper(t, "polite-with-grandchild")
+	grandchild := readPid(t, r)
+	go p.reap()
+	state, how := stopServer(context.Background(), p, 10*time.Second, 50*time.Millisecond, quiet)
+	if state == nil || !state.Success() {
+		t.Fatalf("server ended with %v, want exit 0", state)
+	}
+	if !strings.HasSuffix(how, "its process group stopped") {
+		t.Errorf("escalation = %q, want the process group stopped", how)
+	}
+	waitGone(t, grandchild)
+}
+
+// waitGone waits for a SIGKILLed process to disappear: the kernel delivers
+// SIGKILL asynchronously, so "gone" is a state to reach, not an instant.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for i := 0; i < 500 && !processGone(pid); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !processGone(pid) {
+		t.Fatalf("process %d is still running", pid)
+	}
+}
