@@ -1,0 +1,72 @@
+package wasm
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ModuleConfig says which module to load and what it may do. The zero
+// values of the limits mean the defaults of package abi; the zero Grants
+// grant nothing.
+type ModuleConfig struct {
+	// Name names the module in errors and logs. "" means the base name of
+	// Path without ".wasm".
+	Name string
+	// Path is the module file. Wasm, when set, is used instead.
+	Path string
+	Wasm []byte
+
+	// SHA256 pins the module's bytes: the lowercase or uppercase hex SHA-256
+	// digest. Load refuses a module that does not match. "" pins nothing.
+	SHA256 string
+
+	// Config is the JSON the guest reads with the config import; nil is
+	// given to the guest as null.
+	Config json.RawMessage
+
+	// Timeout is each call's deadline (default 5 s).
+	Timeout time.Duration
+
+	// Trusted runs the module without wazero's close-on-context-done
+	// mechanism, which makes guest code faster (see BENCHMARKS.md) but
+	// means a call cannot be stopped: the deadline is checked only when the
+	// call returns, and a trusted module that loops hangs its caller.
+	Trusted bool
+
+	// MemoryLimit caps each instance's linear memory, in bytes, rounded up
+	// to 64 KiB pages (default 128 MiB, at most 4 GiB).
+	MemoryLimit int64
+
+	// MaxInstances caps the instances alive at once, and so the calls
+	// running at once (default 16). A call waits for a free instance.
+	MaxInstances int
+
+	// MaxOutput caps the bytes of one call's output (default 8 MiB).
+	MaxOutput int
+
+	// Grants is what the sandbox lets through.
+	Grants Grants
+}
+
+// Grants is what a module may reach beyond its own memory. The zero value
+// grants nothing: no files, no environment, no real clocks, deterministic
+// random bytes.
+type Grants struct {
+	// Mounts are host directories visible to the guest.
+	Mounts []Mount
+	// Env names environment variables passed to the guest, with their
+	// values in this process's environment when the module loads. Unset
+	// variables are left out.
+	Env []string
+	// Clock grants the real wall clock, monotonic clock and sleep.
+	Clock bool
+	// Random grants a cryptographic random source (crypto/rand).
+	Random bool
+}
+
+// Mount is a host directory mounted in the guest's filesystem.
+type Mount struct {
+	HostDir   string
+	GuestPath string // "" means "/"
+	ReadOnly  bool
+}

@@ -1,0 +1,21 @@
+// Package wasm is Snodo's WebAssembly host: it loads handler modules that
+// follow the ABI of package abi (abi/ABI.md) and runs them on wazero, in a
+// sandbox that grants nothing by default.
+//
+// A Host owns the wazero runtimes and the on-disk compilation cache; Load
+// compiles a module once, checks it against the ABI and returns a *Module,
+// which answers server requests (HandleRequest, the client's handler
+// interface), consumes progress notifications (ProgressFunc) and
+// subscription events (ConsumeEvent). Each Module keeps a pool of instances,
+// created on demand up to its instance limit; an instance runs one call at a
+// time and is thrown away after any failure.
+//
+// Every failure of a call — a trap, a panic, proc_exit, running out of
+// memory, invalid output, the deadline — is a *jsonrpc.Error of kind
+// handler with code -32603 whose message names the module and the cause.
+//
+// Note: wazero's memory page limit and its close-on-context-done switch are
+// settings of a wazero.Runtime, not of a module. The Host keeps one runtime
+// per distinct (memory limit, trusted) pair among the modules it loads, all
+// sharing one compilation cache, so each module gets exactly its own limit.
+package wasm

@@ -1,0 +1,142 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/assemblyscript"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/snodo/snodo/abi"
+)
+
+// HostConfig configures a Host. The zero value is ready to use.
+type HostConfig struct {
+	// CacheDir is where compiled modules are cached across processes. ""
+	// means os.UserCacheDir()/snodo/wazero (or no disk cache when there is
+	// no user cache directory).
+	CacheDir string
+
+	// NoDiskCache keeps compiled code in memory only.
+	NoDiskCache bool
+
+	// Logger receives what modules log with the log import, tagged with the
+	// module's name. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultCacheDir returns the default compilation cache directory,
+// os.UserCacheDir()/snodo/wazero.
+func DefaultCacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "snodo", "wazero"), nil
+}
+
+// Host loads and runs Wasm handler modules. It is safe for concurrent use.
+type Host struct {
+	cache  wazero.CompilationCache
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	runtimes map[runtimeKey]wazero.Runtime
+	modules  []*Module
+	closed   bool
+}
+
+// runtimeKey is what a wazero runtime fixes for every module in it.
+type runtimeKey struct {
+	memoryLimitPages uint32
+	trusted          bool
+}
+
+// NewHost returns a Host with the compilation cache of cfg.
+func NewHost(cfg HostConfig) (*Host, error) {
+	h := &Host{runtimes: map[runtimeKey]wazero.Runtime{}, logger: cfg.Logger}
+	if h.logger == nil {
+		h.logger = slog.Default()
+	}
+	if cfg.NoDiskCache {
+		h.cache = wazero.NewCompilationCache()
+		return h, nil
+	}
+	dir := cfg.CacheDir
+	if dir == "" {
+		d, err := DefaultCacheDir()
+		if err != nil {
+			h.cache = wazero.NewCompilationCache()
+			return h, nil
+		}
+		dir = d
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: compilation cache in %s: %w", dir, err)
+	}
+	h.cache = cache
+	return h, nil
+}
+
+// runtime returns the runtime for key, creating it with the host modules
+// every handler may import: WASI preview 1, snodo and AssemblyScript's env.
+func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, errors.New("wasm: host is closed")
+	}
+	if rt, ok := h.runtimes[key]; ok {
+		return rt, nil
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithCompilationCache(h.cache).
+		WithMemoryLimitPages(key.memoryLimitPages).
+		WithCloseOnContextDone(!key.trusted)
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: WASI: %w", err)
+	}
+	if _, err := assemblyscript.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: AssemblyScript env: %w", err)
+	}
+	if err := instantiateSnodo(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("wasm: %s host module: %w", abi.HostModule, err)
+	}
+	h.runtimes[key] = rt
+	return rt, nil
+}
+
+// Close closes every module and runtime; calls in flight fail. The disk
+// cache stays for the next process.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	mods := h.modules
+	rts := h.runtimes
+	h.modules, h.runtimes = nil, nil
+	h.mu.Unlock()
+	for _, m := range mods {
+		m.Close(ctx)
+	}
+	var errs []error
+	for _, rt := range rts {
+		errs = append(errs, rt.Close(ctx))
+	}
+	errs = append(errs, h.cache.Close(ctx))
+	return errors.Join(errs...)
+}

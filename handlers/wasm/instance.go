@@ -1,0 +1,302 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/snodo/snodo/abi"
+)
+
+// instance is one instantiated copy of a module. It runs one call at a
+// time (the pool guarantees it), so its buffers need no lock.
+type instance struct {
+	mod    *Module
+	module api.Module
+	memory api.Memory
+
+	// Exported functions, looked up once: ExportedFunction costs
+	// microseconds and allocates.
+	describeFn, alloc, handle, progress, event api.Function
+
+	stack [2]uint64
+	input []byte
+
+	// Set by the host functions during a call.
+	output    []byte
+	outputSet bool
+	violation *violation
+
+	stderr stderrBuffer
+}
+
+// entry is one of the ABI's call entry points.
+type entry int
+
+const (
+	entryHandle entry = iota
+	entryProgress
+	entryEvent
+)
+
+var entryNames = [...]string{abi.ExportHandle, abi.ExportProgress, abi.ExportEvent}
+
+// callFailure is why a call, or an instance's creation, failed.
+type callFailure struct {
+	cause  string
+	err    error
+	stderr string
+}
+
+func (f *callFailure) Error() string { return f.cause }
+
+// newInstance instantiates the module, running _initialize under the
+// module's deadline.
+func (m *Module) newInstance(ctx context.Context) (*instance, error) {
+	inst := &instance{mod: m}
+	ictx := context.WithValue(ctx, callKey{}, inst)
+	if !m.trusted {
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithTimeout(ictx, m.timeout)
+		defer cancel()
+	}
+	mod, err := m.rt.InstantiateModule(ictx, m.compiled, m.modCfg.WithStderr(&inst.stderr))
+	if err != nil {
+		f := inst.classify(ctx, err)
+		f.cause = "instantiate: " + f.cause
+		return nil, f
+	}
+	inst.module = mod
+	inst.memory = mod.Memory()
+	inst.describeFn = mod.ExportedFunction(abi.ExportDescribe)
+	inst.alloc = mod.ExportedFunction(abi.ExportAlloc)
+	inst.handle = mod.ExportedFunction(abi.ExportHandle)
+	inst.progress = mod.ExportedFunction(abi.ExportProgress)
+	inst.event = mod.ExportedFunction(abi.ExportEvent)
+	return inst, nil
+}
+
+func (inst *instance) close(ctx context.Context) {
+	if inst.module != nil {
+		inst.module.Close(ctx)
+	}
+}
+
+// describe calls snodo_describe and parses the manifest.
+func (inst *instance) describe(ctx context.Context) (abi.Manifest, error) {
+	m := inst.mod
+	inst.reset()
+	cctx := context.WithValue(ctx, callKey{}, inst)
+	if !m.trusted {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(cctx, m.timeout)
+		defer cancel()
+	}
+	if err := inst.describeFn.CallWithStack(cctx, inst.stack[:]); err != nil {
+		return abi.Manifest{}, fmt.Errorf("%s: %s", abi.ExportDescribe, inst.classify(ctx, err))
+	}
+	if st := abi.Status(uint32(inst.stack[0])); st != abi.StatusOK {
+		return abi.Manifest{}, fmt.Errorf("%s returned status %s, want OK", abi.ExportDescribe, st)
+	}
+	return abi.ParseManifest(inst.output)
+}
+
+func (inst *instance) reset() {
+	inst.output = inst.output[:0]
+	inst.outputSet = false
+	inst.violation = nil
+	inst.stderr.reset()
+}
+
+// callResult is what a call that ran to its end returned.
+type callResult struct {
+	status abi.Status
+	output []byte // a copy, owned by the caller; nil when none was set
+}
+
+// call runs one call on a pooled instance.
+func (m *Module) call(ctx context.Context, e entry, method string, params []byte) (callResult, error) {
+	inst, err := m.pool.get(ctx)
+	if err != nil {
+		var f *callFailure
+		if errors.As(err, &f) {
+			return callResult{}, m.failure(f.cause, f.err, f.stderr)
+		}
+		return callResult{}, m.failure("no instance: "+err.Error(), err, "")
+	}
+	res, f, healthy := inst.run(ctx, e, method, params)
+	m.pool.put(inst, healthy)
+	if f != nil {
+		return res, m.failure(f.cause, f.err, f.stderr)
+	}
+	return res, nil
+}
+
+// run runs one call: input through snodo_alloc, then the entry point. An
+// instance that failed in any way is unhealthy and must not be reused.
+func (inst *instance) run(ctx context.Context, e entry, method string, params []byte) (res callResult, f *callFailure, healthy bool) {
+	m := inst.mod
+	fn := inst.entry(e)
+	if fn == nil {
+		return res, &callFailure{cause: "does not export " + entryNames[e]}, true
+	}
+	inst.reset()
+	switch e {
+	case entryHandle, entryEvent:
+		inst.input = abi.AppendRequest(inst.input[:0], method, params)
+	case entryProgress:
+		inst.input = abi.AppendProgress(inst.input[:0], params)
+	}
+
+	cctx := context.WithValue(ctx, callKey{}, inst)
+	var start time.Time
+	if m.trusted {
+		start = time.Now()
+	} else {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(cctx, m.timeout)
+		defer cancel()
+	}
+
+	inst.stack[0] = uint64(len(inst.input))
+	if err := inst.alloc.CallWithStack(cctx, inst.stack[:]); err != nil {
+		return res, inst.classify(ctx, err), false
+	}
+	ptr := uint32(inst.stack[0])
+	if ptr == 0 {
+		return res, inst.failed(fmt.Sprintf("out of memory: %s returned 0 for %s of input", abi.ExportAlloc, sizeString(int64(len(inst.input))))), false
+	}
+	if !inst.memory.Write(ptr, inst.input) {
+		return res, inst.failed(fmt.Sprintf("%s returned %d, and %s of input from there is outside the guest's memory of %s", abi.ExportAlloc, ptr, sizeString(int64(len(inst.input))), sizeString(int64(inst.memory.Size())))), false
+	}
+	inst.stack[0], inst.stack[1] = uint64(ptr), uint64(len(inst.input))
+	if err := fn.CallWithStack(cctx, inst.stack[:]); err != nil {
+		return res, inst.classify(ctx, err), false
+	}
+	if m.trusted && time.Since(start) > m.timeout {
+		return res, inst.failed(fmt.Sprintf("deadline of %s exceeded (trusted module, checked after the call)", m.timeout)), true
+	}
+	res.status = abi.Status(uint32(inst.stack[0]))
+	if res.status > abi.StatusStop || (e == entryHandle && res.status == abi.StatusStop) {
+		return res, inst.failed(fmt.Sprintf("invalid output: %s returned status %s", entryNames[e], res.status)), false
+	}
+	if inst.outputSet {
+		res.output = bytes.Clone(inst.output)
+		if res.output == nil {
+			res.output = []byte{}
+		}
+	}
+	return res, nil, true
+}
+
+func (inst *instance) entry(e entry) api.Function {
+	switch e {
+	case entryProgress:
+		return inst.progress
+	case entryEvent:
+		return inst.event
+	}
+	return inst.handle
+}
+
+func (inst *instance) failed(cause string) *callFailure {
+	return &callFailure{cause: cause, stderr: inst.stderr.String()}
+}
+
+// classify names the cause of a failed call: the deadline, a
+// cancellation, proc_exit, an ABI violation, a trap, with "out of memory"
+// when the instance's memory stands at its limit, and the first line the
+// guest wrote to stderr (a panic's message).
+func (inst *instance) classify(caller context.Context, err error) *callFailure {
+	m := inst.mod
+	var cause string
+	var exit *sys.ExitError
+	deadlineOrCancel := false
+	switch {
+	case inst.violation != nil:
+		cause = inst.violation.msg
+	case errors.As(err, &exit):
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			deadlineOrCancel = true
+			if caller.Err() != nil {
+				cause = "the caller's deadline passed during the call"
+			} else {
+				cause = fmt.Sprintf("deadline of %s exceeded", m.timeout)
+			}
+		case sys.ExitCodeContextCanceled:
+			deadlineOrCancel = true
+			cause = "call cancelled by the caller"
+		default:
+			cause = fmt.Sprintf("proc_exit(%d)", exit.ExitCode())
+		}
+	default:
+		line, _, _ := strings.Cut(err.Error(), "\n")
+		cause = "trap: " + line
+	}
+	stderr := inst.stderr.String()
+	if !deadlineOrCancel && inst.memory != nil && int64(inst.memory.Size())+pageSize > m.memoryLimit {
+		cause = fmt.Sprintf("out of memory (memory at its limit of %s): %s", sizeString(m.memoryLimit), cause)
+	} else if !deadlineOrCancel && strings.Contains(stderr, "out of memory") {
+		cause = "out of memory: " + cause
+	}
+	if line := firstLine(stderr); line != "" {
+		cause += ": " + line
+	}
+	return &callFailure{cause: cause, err: err, stderr: stderr}
+}
+
+func firstLine(s string) string {
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			if len(line) > 300 {
+				line = line[:300] + "…"
+			}
+			return line
+		}
+	}
+	return ""
+}
+
+// stderrBuffer keeps the first abi.MaxStderrBytes written to it: a guest's
+// stderr, kept so that a failure can name its cause. Writes never fail, so
+// a chatty guest cannot break itself by writing.
+type stderrBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *stderrBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(t.buf)+len(p) > abi.MaxStderrBytes {
+		// Keep the head: a panic's first line is what names the cause.
+		room := abi.MaxStderrBytes - len(t.buf)
+		if room <= 0 {
+			return n, nil
+		}
+		p = p[:room]
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+func (t *stderrBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func (t *stderrBuffer) reset() {
+	t.mu.Lock()
+	t.buf = t.buf[:0]
+	t.mu.Unlock()
+}

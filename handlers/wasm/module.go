@@ -1,0 +1,279 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+const pageSize = 65536
+
+// Module is a loaded handler module: compiled once, run by a pool of
+// instances. It answers the requests its manifest lists (HandleRequest),
+// and consumes progress notifications (ProgressFunc) and subscription
+// events (ConsumeEvent) if its manifest says so. It is safe for concurrent
+// use.
+type Module struct {
+	name     string
+	manifest abi.Manifest
+	compiled wazero.CompiledModule
+	rt       wazero.Runtime
+	modCfg   wazero.ModuleConfig
+
+	config      []byte
+	timeout     time.Duration
+	trusted     bool
+	memoryLimit int64
+	maxOutput   int
+	logger      *slog.Logger
+
+	pool pool
+}
+
+// Load reads, pins, compiles and checks a module against the ABI, then
+// creates its first instance and reads its manifest. The error says exactly
+// what is missing or wrong.
+func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
+	name := cfg.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(cfg.Path), ".wasm")
+	}
+	loadErr := func(format string, args ...any) error {
+		return fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
+	}
+	wasm := cfg.Wasm
+	if wasm == nil {
+		if cfg.Path == "" {
+			return nil, loadErr("no Path and no Wasm bytes")
+		}
+		b, err := os.ReadFile(cfg.Path)
+		if err != nil {
+			return nil, loadErr("%w", err)
+		}
+		wasm = b
+	}
+	if cfg.SHA256 != "" {
+		sum := sha256.Sum256(wasm)
+		got := hex.EncodeToString(sum[:])
+		if !strings.EqualFold(got, strings.TrimSpace(cfg.SHA256)) {
+			return nil, loadErr("sha256 mismatch: pinned %s, file has %s; refusing to load", strings.ToLower(cfg.SHA256), got)
+		}
+	}
+
+	m := &Module{
+		name:        name,
+		config:      cfg.Config,
+		timeout:     cfg.Timeout,
+		trusted:     cfg.Trusted,
+		memoryLimit: cfg.MemoryLimit,
+		maxOutput:   cfg.MaxOutput,
+	}
+	if m.config == nil {
+		m.config = []byte("null")
+	} else if !json.Valid(m.config) {
+		return nil, loadErr("Config is not valid JSON")
+	}
+	if m.timeout <= 0 {
+		m.timeout = abi.DefaultTimeoutMillis * time.Millisecond
+	}
+	if m.memoryLimit <= 0 {
+		m.memoryLimit = abi.DefaultMemoryLimit
+	}
+	pages := (m.memoryLimit + pageSize - 1) / pageSize
+	if pages > 65536 {
+		return nil, loadErr("MemoryLimit %d is over 4 GiB", cfg.MemoryLimit)
+	}
+	m.memoryLimit = pages * pageSize
+	if m.maxOutput <= 0 {
+		m.maxOutput = abi.DefaultMaxOutputBytes
+	}
+	maxInstances := cfg.MaxInstances
+	if maxInstances <= 0 {
+		maxInstances = abi.DefaultMaxInstances
+	}
+	m.logger = h.logger.With("wasm_module", name)
+
+	rt, err := h.runtime(ctx, runtimeKey{memoryLimitPages: uint32(pages), trusted: cfg.Trusted})
+	if err != nil {
+		return nil, err
+	}
+	m.rt = rt
+	compiled, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, loadErr("compile: %w", err)
+	}
+	m.compiled = compiled
+	if err := checkCompiled(compiled); err != nil {
+		compiled.Close(ctx)
+		return nil, loadErr("%w", err)
+	}
+	modCfg, err := sandbox(cfg.Grants)
+	if err != nil {
+		compiled.Close(ctx)
+		return nil, loadErr("%w", err)
+	}
+	m.modCfg = modCfg
+	m.pool.init(m, maxInstances)
+
+	// The first instance runs _initialize and gives the manifest; it then
+	// waits in the pool for the first call.
+	inst, err := m.newInstance(ctx)
+	if err != nil {
+		compiled.Close(ctx)
+		return nil, loadErr("first instance: %s", err)
+	}
+	manifest, err := inst.describe(ctx)
+	if err == nil {
+		err = checkManifest(manifest, compiled)
+	}
+	if err != nil {
+		inst.close(ctx)
+		compiled.Close(ctx)
+		return nil, loadErr("%s", err)
+	}
+	m.manifest = manifest
+	m.pool.adopt(inst)
+
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		m.Close(ctx)
+		return nil, loadErr("host is closed")
+	}
+	h.modules = append(h.modules, m)
+	h.mu.Unlock()
+	return m, nil
+}
+
+// sandbox turns grants into a wazero module config. Without grants: no
+// files, no environment, no arguments, stdio discarded, fake clocks, no
+// sleep and deterministic random bytes (wazero's defaults).
+func sandbox(g Grants) (wazero.ModuleConfig, error) {
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions(abi.ExportInitialize)
+	if len(g.Mounts) > 0 {
+		fsc := wazero.NewFSConfig()
+		for _, mt := range g.Mounts {
+			st, err := os.Stat(mt.HostDir)
+			if err != nil {
+				return nil, fmt.Errorf("mount: %w", err)
+			}
+			if !st.IsDir() {
+				return nil, fmt.Errorf("mount: %s is not a directory", mt.HostDir)
+			}
+			guest := mt.GuestPath
+			if guest == "" {
+				guest = "/"
+			}
+			if mt.ReadOnly {
+				fsc = fsc.WithReadOnlyDirMount(mt.HostDir, guest)
+			} else {
+				fsc = fsc.WithDirMount(mt.HostDir, guest)
+			}
+		}
+		mc = mc.WithFSConfig(fsc)
+	}
+	for _, name := range g.Env {
+		if v, ok := os.LookupEnv(name); ok {
+			mc = mc.WithEnv(name, v)
+		}
+	}
+	if g.Clock {
+		mc = mc.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+	}
+	if g.Random {
+		mc = mc.WithRandSource(rand.Reader)
+	}
+	return mc, nil
+}
+
+// Name returns the module's name.
+func (m *Module) Name() string { return m.name }
+
+// Manifest returns what the module declared with snodo_describe.
+func (m *Module) Manifest() abi.Manifest { return m.manifest }
+
+// Close closes the module's idle instances and its compiled code; calls in
+// flight finish and their instances are then closed.
+func (m *Module) Close(ctx context.Context) error {
+	m.pool.close(ctx)
+	return m.compiled.Close(ctx)
+}
+
+// HandleRequest answers one request of a method the manifest lists, and
+// implements the client's handler interface. A method the module does not
+// answer is -32601; any failure of the call is -32603 naming the module and
+// the cause; an error object the module returns is answered as it is.
+func (m *Module) HandleRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if !m.manifest.Answers(method) {
+		return nil, &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("wasm module %q does not answer %s", m.name, method)}
+	}
+	res, err := m.call(ctx, entryHandle, method, params)
+	if err != nil {
+		return nil, err
+	}
+	switch res.status {
+	case abi.StatusOK:
+		if err := abi.CheckResult(res.output); err != nil {
+			return nil, m.invalidOutput(err)
+		}
+		return res.output, nil
+	case abi.StatusError:
+		return nil, m.guestError(res.output, "returned an error")
+	}
+	return nil, m.invalidOutput(fmt.Errorf("snodo_handle returned status %s", res.status))
+}
+
+// guestError is the *jsonrpc.Error a module reported with an error object.
+func (m *Module) guestError(output []byte, what string) *jsonrpc.Error {
+	if len(bytes.TrimSpace(output)) == 0 {
+		return m.failure(what, nil, "")
+	}
+	obj, err := abi.ParseErrorObject(output)
+	if err != nil {
+		return m.invalidOutput(err)
+	}
+	msg := obj.Message
+	if msg == "" {
+		msg = fmt.Sprintf("wasm module %q %s", m.name, what)
+	}
+	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: obj.Code, Message: msg, Data: obj.Data}
+}
+
+func (m *Module) invalidOutput(err error) *jsonrpc.Error {
+	return m.failure("invalid output: "+err.Error(), nil, "")
+}
+
+// failure is the -32603 error of a failed call: the message names the
+// module and the cause; data repeats both, with the call's stderr.
+func (m *Module) failure(cause string, err error, stderr string) *jsonrpc.Error {
+	data := struct {
+		Module string `json:"module"`
+		Cause  string `json:"cause"`
+		Stderr string `json:"stderr,omitempty"`
+	}{m.name, cause, stderr}
+	raw, _ := json.Marshal(data)
+	return &jsonrpc.Error{
+		Kind:    jsonrpc.KindHandler,
+		Code:    jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("wasm module %q: %s", m.name, cause),
+		Data:    raw,
+		Cause:   err,
+	}
+}

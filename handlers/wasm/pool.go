@@ -1,0 +1,136 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// pool holds a module's instances: at most cap(slots) alive, each running
+// one call at a time. An instance is created when a call finds none idle,
+// returned after a call that went well, and closed after one that failed.
+type pool struct {
+	m     *Module
+	slots chan struct{} // one token per call in progress
+
+	mu        sync.Mutex
+	idle      []*instance
+	closed    bool
+	alive     int
+	peak      int
+	created   int64
+	discarded int64
+}
+
+var errClosed = errors.New("module is closed")
+
+func (p *pool) init(m *Module, max int) {
+	p.m = m
+	p.slots = make(chan struct{}, max)
+}
+
+// get takes a call slot, waiting for one while ctx allows, and returns an
+// idle instance or a new one.
+func (p *pool) get(ctx context.Context) (*instance, error) {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.slots
+		return nil, errClosed
+	}
+	if n := len(p.idle); n > 0 {
+		inst := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return inst, nil
+	}
+	p.alive++
+	p.peak = max(p.peak, p.alive)
+	p.mu.Unlock()
+
+	inst, err := p.m.newInstance(ctx)
+	p.mu.Lock()
+	if err != nil {
+		p.alive--
+		p.discarded++
+	} else {
+		p.created++
+	}
+	p.mu.Unlock()
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return inst, nil
+}
+
+// put gives back the slot of a call; the instance goes back to the idle
+// list if the call went well, and is closed otherwise.
+func (p *pool) put(inst *instance, healthy bool) {
+	p.mu.Lock()
+	keep := healthy && !p.closed
+	if keep {
+		p.idle = append(p.idle, inst)
+	} else {
+		p.alive--
+		p.discarded++
+	}
+	p.mu.Unlock()
+	<-p.slots
+	if !keep {
+		inst.close(context.Background())
+	}
+}
+
+// adopt adds an instance made outside get (the one Load makes).
+func (p *pool) adopt(inst *instance) {
+	p.mu.Lock()
+	p.alive++
+	p.peak = max(p.peak, p.alive)
+	p.created++
+	p.idle = append(p.idle, inst)
+	p.mu.Unlock()
+}
+
+func (p *pool) close(ctx context.Context) {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.alive -= len(idle)
+	p.mu.Unlock()
+	for _, inst := range idle {
+		inst.close(ctx)
+	}
+}
+
+// PoolStats describes a module's instances.
+type PoolStats struct {
+	// Alive is the number of instances alive now, idle or busy.
+	Alive int
+	// Idle is the number waiting for a call.
+	Idle int
+	// Peak is the most instances ever alive at once.
+	Peak int
+	// Created counts the instances made; Discarded those closed after a
+	// failure (or whose creation failed).
+	Created, Discarded int64
+}
+
+// Stats returns the state of the module's instance pool.
+func (m *Module) Stats() PoolStats {
+	p := &m.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PoolStats{Alive: p.alive, Idle: len(p.idle), Peak: p.peak, Created: p.created, Discarded: p.discarded}
+}
