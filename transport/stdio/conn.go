@@ -270,6 +270,11 @@ func (c *Conn) Wait(ctx context.Context) (*os.ProcessState, error) {
 	select {
 	case <-c.exited:
 		return c.cmd.ProcessState, c.waitErr
+	default:
+	}
+	select {
+	case <-c.exited:
+		return c.cmd.ProcessState, c.waitErr
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -1,0 +1,316 @@
+package stdio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bytedance/sonic"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// MaxQueuedProgress is the most progress notifications held for a request
+// whose caller has not yet taken them. When a flood outruns the caller, the
+// oldest waiting notification is dropped for the newest: MCP progress is
+// cumulative, so the latest one says the most. The reader never waits.
+const MaxQueuedProgress = 256
+
+// call is one request waiting for its response.
+type call struct {
+	id    jsonrpc.ID
+	token jsonrpc.ID // progress token; zero without OnProgress
+	resp  chan *jsonrpc.Response
+
+	progMu      sync.Mutex
+	progQueue   []json.RawMessage
+	progDropped int64
+	progReady   chan struct{} // signalled when progQueue becomes non-empty
+}
+
+func (cl *call) pushProgress(params json.RawMessage) {
+	cl.progMu.Lock()
+	if len(cl.progQueue) >= MaxQueuedProgress {
+		n := copy(cl.progQueue, cl.progQueue[1:])
+		cl.progQueue[n] = nil
+		cl.progQueue = cl.progQueue[:n]
+		cl.progDropped++
+	}
+	cl.progQueue = append(cl.progQueue, params)
+	cl.progMu.Unlock()
+	select {
+	case cl.progReady <- struct{}{}:
+	default:
+	}
+}
+
+func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
+	cl.progMu.Lock()
+	dst, cl.progQueue = cl.progQueue, dst[:0]
+	cl.progMu.Unlock()
+	return dst
+}
+
+// Request sends req and waits for its response, which it returns as it
+// came: an error response is a *jsonrpc.Response with Error set. req is not
+// modified; when req.ID is zero the request goes out with a fresh integer
+// ID, which the response carries.
+//
+// The Go error is a *jsonrpc.Error of kind transport:
+//   - -32001 (transport.TimeoutError) when opts.Timeout passes, or
+//     transport.MaxTotalTimeoutError when progress kept resetting it past
+//     opts.MaxTotalTimeout; the server is sent notifications/cancelled;
+//   - when ctx ends: -32001 for a deadline, -32603 for a cancellation,
+//     wrapping ctx's error and cause; the server is sent
+//     notifications/cancelled;
+//   - -32000 (transport.ConnectionError) when the connection has stopped or
+//     stops before the response arrives.
+//
+// With opts.OnProgress, each notifications/progress whose progressToken is
+// req's params._meta.progressToken is passed to it in this goroutine, in
+// order, before the response is returned (see MaxQueuedProgress for a
+// flood). A progress function that returns an error or panics cancels the
+// request on the server, and Request returns that error (a panic becomes a
+// -32603 error of kind handler).
+//
+// Note: RequestOptions.Dialect, Extension, Headers, OnResponseHeaders and
+// OnServerRequest are for transports with headers or per-request server
+// requests; stdio ignores them (see Config.OnServerRequest and SetInbound).
+func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
+	r := *req
+	if !r.ID.IsValid() {
+		r.ID = jsonrpc.Int64ID(c.nextID.Add(1))
+	}
+	cl := &call{id: r.ID, resp: make(chan *jsonrpc.Response, 1)}
+	if opts.OnProgress != nil {
+		if tok, ok := progressToken(r.Params); ok {
+			cl.token = tok
+			cl.progReady = make(chan struct{}, 1)
+		}
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	if _, dup := c.pending[r.ID]; dup {
+		c.mu.Unlock()
+		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
+	}
+	c.pending[r.ID] = cl
+	if cl.token.IsValid() {
+		c.progress[cl.token] = cl
+	}
+	c.mu.Unlock()
+
+	om, err := c.send(&r, false)
+	if err != nil {
+		c.forget(cl)
+		return nil, err
+	}
+	return c.await(ctx, cl, om, opts)
+}
+
+// await waits for cl's response, delivering its progress.
+func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.RequestOptions) (*jsonrpc.Response, error) {
+	start := time.Now()
+	resetOnProgress := opts.ResetTimeoutOnProgress && cl.progReady != nil
+	var totalDeadline time.Time
+	if resetOnProgress && opts.MaxTotalTimeout > 0 {
+		totalDeadline = start.Add(opts.MaxTotalTimeout)
+	}
+	var (
+		timer    *time.Timer
+		timerC   <-chan time.Time
+		hitTotal bool // the armed timer is the max-total one
+	)
+	arm := func() {
+		d := opts.Timeout
+		hitTotal = false
+		if !totalDeadline.IsZero() {
+			if left := time.Until(totalDeadline); d <= 0 || left <= d {
+				d, hitTotal = max(left, 0), true
+			}
+		}
+		if d <= 0 && !hitTotal {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+			timerC = timer.C
+		} else {
+			timer.Reset(d)
+		}
+	}
+	arm()
+	if timer != nil {
+		defer timer.Stop()
+	}
+
+	var progBuf []json.RawMessage
+	deliver := func() error {
+		progBuf = cl.takeProgress(progBuf)
+		for i, p := range progBuf {
+			progBuf[i] = nil
+			if err := callProgress(opts.OnProgress, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for {
+		select {
+		case resp := <-cl.resp:
+			if cl.progReady != nil {
+				if err := deliver(); err != nil {
+					return nil, err
+				}
+			}
+			return resp, nil
+		case <-cl.progReady:
+			if err := deliver(); err != nil {
+				c.abort(cl, om, "progress function failed: "+err.Error())
+				return nil, err
+			}
+			if resetOnProgress {
+				arm()
+			}
+		case <-timerC:
+			var err error
+			if hitTotal {
+				err = transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
+			} else {
+				err = transport.TimeoutError(opts.Timeout)
+			}
+			c.abort(cl, om, err.(*jsonrpc.Error).Message)
+			return nil, err
+		case <-ctx.Done():
+			err := contextError(ctx)
+			c.abort(cl, om, err.Message)
+			return nil, err
+		case <-c.done:
+			select {
+			case resp := <-cl.resp:
+				return resp, nil
+			default:
+			}
+			c.forget(cl)
+			return nil, c.Err()
+		}
+	}
+}
+
+// abort gives up on cl: its response will be dropped, and the server is
+// told with notifications/cancelled, unless the request was never written.
+func (c *Conn) abort(cl *call, om *outMsg, reason string) {
+	c.forget(cl)
+	if om.abandon() {
+		return
+	}
+	c.sendCancelled(cl.id, reason)
+}
+
+// sendCancelled queues notifications/cancelled for id.
+func (c *Conn) sendCancelled(id jsonrpc.ID, reason string) {
+	params := append([]byte(`{"requestId":`), id.AppendJSON(nil)...)
+	if reason != "" {
+		r, _ := json.Marshal(reason)
+		params = append(append(params, `,"reason":`...), r...)
+	}
+	params = append(params, '}')
+	c.send(&jsonrpc.Notification{Method: methodCancelled, Params: params}, false)
+}
+
+func (c *Conn) forget(cl *call) {
+	c.mu.Lock()
+	c.forgetLocked(cl)
+	c.mu.Unlock()
+}
+
+func (c *Conn) forgetLocked(cl *call) {
+	if c.pending[cl.id] == cl {
+		delete(c.pending, cl.id)
+	}
+	if cl.token.IsValid() && c.progress[cl.token] == cl {
+		delete(c.progress, cl.token)
+	}
+}
+
+// callProgress runs fn, turning a panic into an error.
+func callProgress(fn transport.ProgressFunc, params json.RawMessage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("progress function panicked: %v", r)}
+		}
+	}()
+	return fn(params)
+}
+
+// contextError is the error of a request whose ctx ended: it wraps ctx's
+// error and its cause.
+func contextError(ctx context.Context) *jsonrpc.Error {
+	cause := ctx.Err()
+	if c := context.Cause(ctx); c != nil && c != cause {
+		cause = fmt.Errorf("%w: %w", cause, c)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeRequestTimeout, Message: "request abandoned: context deadline exceeded", Cause: cause}
+	}
+	return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInternalError, Message: "request abandoned: context canceled", Cause: cause}
+}
+
+// progressToken returns params._meta.progressToken.
+func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
+	if len(params) == 0 {
+		return jsonrpc.ID{}, false
+	}
+	var p struct {
+		Meta *struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if sonic.ConfigDefault.Unmarshal(params, &p) != nil || p.Meta == nil {
+		return jsonrpc.ID{}, false
+	}
+	return parseID(p.Meta.ProgressToken)
+}
+
+// Notify writes a notification and returns once the line has been written
+// to the server's stdin. When opts.Timeout passes or ctx ends first, the
+// notification is withdrawn if it has not started to be written, and
+// Notify returns a timeout or context error; when the connection stops, the
+// -32000 connection error.
+func (c *Conn) Notify(ctx context.Context, n *jsonrpc.Notification, opts transport.NotifyOptions) error {
+	om, err := c.send(n, true)
+	if err != nil {
+		return err
+	}
+	var timerC <-chan time.Time
+	if opts.Timeout > 0 {
+		t := time.NewTimer(opts.Timeout)
+		defer t.Stop()
+		timerC = t.C
+	}
+	select {
+	case err := <-om.written:
+		return err
+	case <-timerC:
+		om.abandon()
+		return transport.TimeoutError(opts.Timeout)
+	case <-ctx.Done():
+		om.abandon()
+		return contextError(ctx)
+	case <-c.done:
+		select {
+		case err := <-om.written:
+			return err
+		default:
+			return c.Err()
+		}
+	}
+}
