@@ -95,9 +95,9 @@ type Conn struct {
 	nextID atomic.Int64
 
 	mu         sync.Mutex
-	pending    map[jsonrpc.ID]*call         // requests waiting for a response
-	progress   map[jsonrpc.ID]*call         // by progress token
-	listens    map[jsonrpc.ID]*listenState  // subscriptions/listen by request ID
+	pending    map[jsonrpc.ID]*call          // requests waiting for a response
+	progress   map[jsonrpc.ID]*call          // by progress token
+	listens    map[jsonrpc.ID]*listenState   // subscriptions/listen by request ID
 	serverReqs map[jsonrpc.ID]*serverRequest // running server-request functions
 	onRequest  transport.ServerRequestFunc
 	onNotify   transport.NotificationFunc
