@@ -321,9 +321,9 @@ func slow(ctx context.Context, conn Conn, cfg Config, res *Result) error {
 		return err
 	default:
 	}
-	if res.Progress != res.ProgressWant {
-		return fmt.Errorf("%d of %d progress notifications delivered", res.Progress, res.ProgressWant)
-	}
+	// A shortfall in progress notifications is a measured figure (progress
+	// against progress_want), not a failed run: some clients drop a
+	// notification that arrives together with its call's result.
 	return nil
 }
 

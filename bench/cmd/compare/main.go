@@ -1,0 +1,169 @@
+// Command compare runs the side-by-side benchmark: it builds the servers and
+// clients, runs every client in every case in interleaved rounds (each case
+// runs A B C D, then the next case, and the whole list again each round),
+// and prints medians, min–max, and ratios to the floor and to the best peer
+// as a Markdown report for BENCHMARKS.md.
+//
+//	go run ./cmd/compare [--rounds 3] [--scale 1] [--out results]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snodo/snodo/bench/internal/driver"
+	"github.com/snodo/snodo/bench/internal/harness"
+)
+
+func main() {
+	rounds := flag.Int("rounds", 3, "interleaved rounds (at least 3 for the report)")
+	scale := flag.Float64("scale", 1, "multiplies the number of calls in every case")
+	out := flag.String("out", "results", "directory for the raw results and the report")
+	only := flag.String("only", "", "comma-separated client names to run (default all)")
+	flag.Parse()
+
+	root, err := harness.FindRoot()
+	check(err)
+	p := harness.Paths{Root: root, Bin: filepath.Join(root, "bin")}
+	ctx := context.Background()
+
+	start := time.Now()
+	fmt.Fprintln(os.Stderr, "building…")
+	withSnodo, snodoErr, err := harness.Build(ctx, p)
+	check(err)
+	if !withSnodo {
+		fmt.Fprintf(os.Stderr, "Snodo client left out: %v\n", snodoErr)
+	}
+	check(harness.CheckNode(p))
+
+	clients := harness.Clients(p, withSnodo)
+	if *only != "" {
+		keep := strings.Split(*only, ",")
+		clients = slices.DeleteFunc(clients, func(c harness.Client) bool { return !slices.Contains(keep, c.Name) })
+	}
+	cases := harness.Cases(*scale)
+
+	check(os.MkdirAll(filepath.Join(root, *out), 0o755))
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	rawPath := filepath.Join(root, *out, "raw-"+stamp+".jsonl")
+	raw, err := os.Create(rawPath)
+	check(err)
+	defer raw.Close()
+
+	results := map[string]map[string][]driver.Result{} // case key -> client -> rounds
+	var failures []string
+	for round := 1; round <= *rounds; round++ {
+		for _, c := range cases {
+			for _, cl := range clients {
+				if !c.Applies(cl) {
+					continue
+				}
+				res := harness.Run(ctx, p, c, cl, 3*time.Minute)
+				line, _ := json.Marshal(struct {
+					Round int    `json:"round"`
+					Case  string `json:"case"`
+					driver.Result
+				}{round, c.Key(), res})
+				raw.Write(append(line, '\n'))
+				status := "ok"
+				if res.Error != "" {
+					status = "FAILED: " + res.Error
+					failures = append(failures, fmt.Sprintf("round %d, %s, %s: %s", round, c.Key(), cl.Name, res.Error))
+				}
+				fmt.Fprintf(os.Stderr, "[%4.0fs] round %d  %-28s %-7s %s\n", time.Since(start).Seconds(), round, c.Key(), cl.Name, status)
+				if results[c.Key()] == nil {
+					results[c.Key()] = map[string][]driver.Result{}
+				}
+				results[c.Key()][cl.Name] = append(results[c.Key()][cl.Name], res)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+
+	names := make([]string, 0, len(clients))
+	for _, cl := range clients {
+		names = append(names, cl.Name)
+	}
+	report := render(results, names, reportInfo{
+		rounds:    *rounds,
+		scale:     *scale,
+		elapsed:   elapsed,
+		snodo:     withSnodo,
+		snodoErr:  snodoErr,
+		failures:  failures,
+		versions:  versions(p),
+		machine:   machine(),
+		rawResult: filepath.Join(*out, filepath.Base(rawPath)),
+	})
+	mdPath := filepath.Join(root, *out, "compare.md")
+	check(os.WriteFile(mdPath, []byte(report), 0o644))
+	fmt.Print(report)
+	fmt.Fprintf(os.Stderr, "report: %s\nraw results: %s\n", mdPath, rawPath)
+	if len(failures) > 0 {
+		os.Exit(1)
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+// versions lists what was measured.
+func versions(p harness.Paths) []string {
+	var v []string
+	v = append(v, "Go "+strings.TrimPrefix(runtime.Version(), "go"))
+	if out, err := exec.Command("node", "--version").Output(); err == nil {
+		v = append(v, "node "+strings.TrimSpace(string(out)))
+	}
+	if b, err := os.ReadFile(filepath.Join(p.Root, "go.mod")); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 2 && (f[0] == "github.com/modelcontextprotocol/go-sdk" || f[0] == "github.com/mark3labs/mcp-go") {
+				v = append(v, f[0]+" "+f[1])
+			}
+		}
+	}
+	var pkg struct{ Version string }
+	if b, err := os.ReadFile(filepath.Join(p.NodeClientDir(), "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil && json.Unmarshal(b, &pkg) == nil {
+		v = append(v, "@modelcontextprotocol/sdk "+pkg.Version)
+	}
+	if out, err := exec.Command("git", "-C", p.Root, "log", "-1", "--format=%h %cs").Output(); err == nil {
+		v = append(v, "Snodo at commit "+strings.TrimSpace(string(out)))
+	}
+	return v
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", Linux " + strings.TrimSpace(string(b))
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int
+		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
+		mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
+	}
+	return fmt.Sprintf("%d × %s%s%s", runtime.NumCPU(), model, mem, kernel)
+}

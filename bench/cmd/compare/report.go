@@ -1,0 +1,240 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snodo/snodo/bench/internal/driver"
+	"github.com/snodo/snodo/bench/internal/harness"
+)
+
+type reportInfo struct {
+	rounds    int
+	scale     float64
+	elapsed   time.Duration
+	snodo     bool
+	snodoErr  error
+	failures  []string
+	versions  []string
+	machine   string
+	rawResult string
+}
+
+// figure is one row of the report: a number taken from one case's results.
+type figure struct {
+	label  string
+	caseID string
+	value  func(driver.Result) float64
+	higher bool // higher is better
+	digits int
+}
+
+func median(r driver.Result) float64 { return r.MedianUS }
+func p99(r driver.Result) float64    { return r.P99US }
+func calls(r driver.Result) float64  { return r.CallsPerS }
+func mbps(r driver.Result) float64   { return r.MBPerS }
+func cpu(r driver.Result) float64    { return r.CPUPerCallUS }
+func cpuMS(r driver.Result) float64  { return r.CPUPerCallUS / 1000 }
+func rss(r driver.Result) float64    { return r.PeakRSSMiB }
+func wall(r driver.Result) float64   { return r.WallMS }
+func progress(r driver.Result) float64 {
+	return 100 * float64(r.Progress) / float64(max(r.ProgressWant, 1))
+}
+
+func figures() []figure {
+	const (
+		ll = harness.Lean + "/legacy/"
+		lm = harness.Lean + "/modern/"
+		sl = harness.SDK + "/legacy/"
+		sm = harness.SDK + "/modern/"
+	)
+	return []figure{
+		{"sequential echo tools/call, median µs", ll + "seq", median, false, 1},
+		{"sequential echo tools/call, p99 µs", ll + "seq", p99, false, 0},
+		{"64 concurrent callers, calls/s", ll + "conc", calls, true, 0},
+		{"8 MiB tool result, MB/s", ll + "blob", mbps, true, 0},
+		{"elicitation round trip (native handler), median µs", ll + "elicit", median, false, 0},
+		{"elicitation round trip (native handler), p99 µs", ll + "elicit", p99, false, 0},
+		{"client CPU per call, sequential, µs", ll + "seq", cpu, false, 1},
+		{"client CPU per call, 64 concurrent, µs", ll + "conc", cpu, false, 1},
+		{"client CPU per elicitation round trip, µs", ll + "elicit", cpu, false, 0},
+		{"client CPU per 8 MiB result, ms", ll + "blob", cpuMS, false, 1},
+		{"client peak RSS, sequential echo, MiB", ll + "seq", rss, false, 0},
+		{"client peak RSS, 8 MiB results, MiB", ll + "blob", rss, false, 0},
+		{"64 parallel 200 ms calls, wall ms (200 = no serialisation)", ll + "slow", wall, false, 0},
+		{"progress notifications delivered, %", ll + "slow", progress, true, 0},
+		{"modern era: sequential echo, median µs", lm + "seq", median, false, 1},
+		{"modern era: 64 concurrent callers, calls/s", lm + "conc", calls, true, 0},
+		{"modern era: client CPU per call, sequential, µs", lm + "seq", cpu, false, 1},
+		{"modern era: elicitation (MRTR retry), median µs", lm + "elicit", median, false, 0},
+		{"modern era: 64 parallel 200 ms calls, wall ms", lm + "slow", wall, false, 0},
+		{"modern era: progress delivered, %", lm + "slow", progress, true, 0},
+		{"go-sdk server: sequential echo, median µs", sl + "seq", median, false, 0},
+		{"go-sdk server: 64 concurrent callers, calls/s", sl + "conc", calls, true, 0},
+		{"go-sdk server: elicitation round trip, median µs", sl + "elicit", median, false, 0},
+		{"go-sdk server, modern era: 64 concurrent callers, calls/s", sm + "conc", calls, true, 0},
+	}
+}
+
+type stat struct {
+	ok            bool
+	med, min, max float64
+}
+
+func summarise(rs []driver.Result, value func(driver.Result) float64) stat {
+	var vs []float64
+	for _, r := range rs {
+		if r.Error == "" {
+			vs = append(vs, value(r))
+		}
+	}
+	if len(vs) == 0 {
+		return stat{}
+	}
+	slices.Sort(vs)
+	med := vs[len(vs)/2]
+	if len(vs)%2 == 0 {
+		med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	return stat{ok: true, med: med, min: vs[0], max: vs[len(vs)-1]}
+}
+
+func format(v float64, digits int) string {
+	if math.Abs(v) >= 1000 {
+		digits = 0
+	}
+	s := fmt.Sprintf("%.*f", digits, v)
+	// Thousands separators for the integer part.
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String()
+	if frac != "" {
+		out += "." + frac
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+func ratio(v, ref float64) string {
+	if ref == 0 {
+		return "—"
+	}
+	r := v / ref
+	switch {
+	case r >= 100:
+		return fmt.Sprintf("%.0f×", r)
+	case r >= 10:
+		return fmt.Sprintf("%.1f×", r)
+	default:
+		return fmt.Sprintf("%.2f×", r)
+	}
+}
+
+func render(results map[string]map[string][]driver.Result, clients []string, info reportInfo) string {
+	var b strings.Builder
+	header := func() {
+		b.WriteString("| figure |")
+		for _, c := range clients {
+			fmt.Fprintf(&b, " %s |", c)
+		}
+		b.WriteString("\n|---|")
+		for range clients {
+			b.WriteString("--:|")
+		}
+		b.WriteString("\n")
+	}
+
+	fmt.Fprintf(&b, "Medians of %d interleaved rounds (min–max in brackets); lean server unless the row says otherwise; legacy era (2025-11-25) unless it says modern (2026-07-28). A dash: the client does not run that case (the floor has no MCP; the TypeScript SDK 1.32.2 does not speak the modern era); \"fail\": every round failed.\n\n", info.rounds)
+	header()
+	for _, f := range figures() {
+		fmt.Fprintf(&b, "| %s |", f.label)
+		for _, c := range clients {
+			rs, ran := results[f.caseID][c]
+			st := summarise(rs, f.value)
+			switch {
+			case !ran:
+				b.WriteString(" — |")
+			case !st.ok:
+				b.WriteString(" fail |")
+			case st.min == st.max:
+				fmt.Fprintf(&b, " %s |", format(st.med, f.digits))
+			default:
+				fmt.Fprintf(&b, " %s (%s–%s) |", format(st.med, f.digits), format(st.min, f.digits), format(st.max, f.digits))
+			}
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("\nRatios of the medians: each client's figure ÷ the floor's, then ÷ the best peer's (best of go-sdk, mcp-go and ts-sdk on that row: lowest for times, CPU and memory, highest for throughput). Below 1× is less, above 1× is more, whichever way is better for the row.\n\n")
+	header()
+	for _, f := range figures() {
+		floor := summarise(results[f.caseID][harness.Floor], f.value)
+		best, haveBest := 0.0, false
+		for _, peer := range harness.Peers {
+			st := summarise(results[f.caseID][peer], f.value)
+			if !st.ok {
+				continue
+			}
+			if !haveBest || (f.higher && st.med > best) || (!f.higher && st.med < best) {
+				best, haveBest = st.med, true
+			}
+		}
+		fmt.Fprintf(&b, "| %s |", f.label)
+		for _, c := range clients {
+			st := summarise(results[f.caseID][c], f.value)
+			if !st.ok || c == harness.Floor {
+				b.WriteString(" — |")
+				continue
+			}
+			var parts []string
+			if floor.ok {
+				parts = append(parts, ratio(st.med, floor.med)+" floor")
+			}
+			if haveBest {
+				parts = append(parts, ratio(st.med, best)+" best")
+			}
+			fmt.Fprintf(&b, " %s |", strings.Join(parts, ", "))
+		}
+		b.WriteString("\n")
+	}
+
+	fmt.Fprintf(&b, "\n- Machine: %s, shared with other builds and tests while measuring: figures are noisy; compare clients only within one run.\n", info.machine)
+	fmt.Fprintf(&b, "- Versions: %s.\n", strings.Join(info.versions, ", "))
+	fmt.Fprintf(&b, "- Command: `make bench-compare` (= `make -C bench compare`: `npm ci`, then `go run ./cmd/compare --rounds %d`); %d rounds took %s.\n",
+		info.rounds, info.rounds, info.elapsed.Round(time.Second))
+	if info.scale != 1 {
+		fmt.Fprintf(&b, "- Calls per case scaled by %g.\n", info.scale)
+	}
+	if !info.snodo {
+		fmt.Fprintf(&b, "- Snodo's client was not measured: %s.\n", firstLine(info.snodoErr))
+	}
+	if len(info.failures) > 0 {
+		fmt.Fprintf(&b, "- Failed runs (%d):\n", len(info.failures))
+		for _, f := range info.failures {
+			fmt.Fprintf(&b, "  - %s\n", firstLine(f))
+		}
+	}
+	fmt.Fprintf(&b, "- Raw results, one JSON line per run: `bench/%s`.\n", info.rawResult)
+	return b.String()
+}
+
+func firstLine(v any) string {
+	s := fmt.Sprint(v)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

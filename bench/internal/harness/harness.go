@@ -1,0 +1,233 @@
+// Package harness knows the benchmark's clients, servers and cases: how to
+// build them, how to run one client against one server for one scenario, and
+// how to read the JSON line it prints. cmd/compare runs the full comparison
+// with it; the module's test runs every client once with it.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/snodo/snodo/bench/internal/driver"
+)
+
+// Client names, in the order tables show them.
+const (
+	Floor = "floor"
+	GoSDK = "go-sdk"
+	MCPGo = "mcp-go"
+	TSSDK = "ts-sdk"
+	Snodo = "snodo"
+)
+
+// Peers are the clients Snodo is compared with.
+var Peers = []string{GoSDK, MCPGo, TSSDK}
+
+// Client is one benchmark client executable.
+type Client struct {
+	Name   string
+	Argv   []string // command line before the driver flags
+	Modern bool     // speaks the 2026-07-28 era
+}
+
+// Paths locates the module's directories.
+type Paths struct {
+	Root string // the bench module's directory
+	Bin  string // where the Go executables are built
+}
+
+// FindRoot returns the bench module's directory, searching upwards from the
+// working directory for a go.mod naming it.
+func FindRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(b, []byte("module github.com/snodo/snodo/bench\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("not inside the bench module (github.com/snodo/snodo/bench)")
+		}
+		dir = parent
+	}
+}
+
+// GoPrograms are the module's executables: servers, then clients.
+var GoPrograms = []string{"./cmd/leanserver", "./cmd/sdkserver", "./cmd/floorchild",
+	"./clients/floor", "./clients/gosdk", "./clients/mcpgo"}
+
+// SnodoProgram is the Snodo client; it is built when it compiles.
+const SnodoProgram = "./clients/snodo"
+
+// Build compiles the Go executables into p.Bin. It reports whether the Snodo
+// client was built too (it is left out if it does not compile yet), with the
+// compiler's complaint if not.
+func Build(ctx context.Context, p Paths) (snodo bool, snodoErr error, err error) {
+	if err := os.MkdirAll(p.Bin, 0o755); err != nil {
+		return false, nil, err
+	}
+	args := append([]string{"build", "-o", p.Bin + string(os.PathSeparator)}, GoPrograms...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = p.Root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, nil, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(p.Root, SnodoProgram)); err != nil {
+		return false, fmt.Errorf("%s does not exist", SnodoProgram), nil
+	}
+	cmd = exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(p.Bin, "snodo"), SnodoProgram)
+	cmd.Dir = p.Root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, fmt.Errorf("%v\n%s", err, out), nil
+	}
+	return true, nil, nil
+}
+
+// NodeClientDir is where the TypeScript SDK client and its lockfile live.
+func (p Paths) NodeClientDir() string { return filepath.Join(p.Root, "clients", "node") }
+
+// CheckNode reports what is missing for the node client, with what to run.
+func CheckNode(p Paths) error {
+	if _, err := exec.LookPath("node"); err != nil {
+		return fmt.Errorf("node is not installed (install Node.js 20 or later), then run `make -C bench deps`")
+	}
+	pkg := filepath.Join(p.NodeClientDir(), "node_modules", "@modelcontextprotocol", "sdk", "package.json")
+	if _, err := os.Stat(pkg); err != nil {
+		return fmt.Errorf("the TypeScript SDK is not installed in %s: run `make -C bench deps` (npm ci)", p.NodeClientDir())
+	}
+	return nil
+}
+
+// Clients returns the clients to run; Snodo only if withSnodo.
+func Clients(p Paths, withSnodo bool) []Client {
+	cs := []Client{
+		{Name: Floor, Argv: []string{filepath.Join(p.Bin, "floor")}},
+		{Name: GoSDK, Argv: []string{filepath.Join(p.Bin, "gosdk")}, Modern: true},
+		{Name: MCPGo, Argv: []string{filepath.Join(p.Bin, "mcpgo")}, Modern: true},
+		{Name: TSSDK, Argv: []string{"node", filepath.Join(p.NodeClientDir(), "client.mjs")}},
+	}
+	if withSnodo {
+		cs = append(cs, Client{Name: Snodo, Argv: []string{filepath.Join(p.Bin, "snodo")}, Modern: true})
+	}
+	return cs
+}
+
+// Server names.
+const (
+	Lean = "lean"
+	SDK  = "go-sdk server"
+)
+
+// Case is one scenario against one server in one era.
+type Case struct {
+	Server   string // Lean or SDK
+	Era      string // legacy or modern
+	Scenario string
+	N        int
+	Size     int // blob bytes
+}
+
+// Key names the case in results.
+func (c Case) Key() string { return c.Server + "/" + c.Era + "/" + c.Scenario }
+
+// Applies reports whether client cl runs in case c.
+func (c Case) Applies(cl Client) bool {
+	if c.Era == "modern" && !cl.Modern && cl.Name != Floor {
+		return false
+	}
+	if cl.Name == Floor {
+		// The floor has no MCP: it runs echo and blob against the line
+		// echoer, once, beside the lean server's legacy cases.
+		return c.Server == Lean && c.Era == "legacy" && (c.Scenario == "seq" || c.Scenario == "conc" || c.Scenario == "blob")
+	}
+	return true
+}
+
+// Scale sets the number of calls per case; 1 is the full comparison.
+func Cases(scale float64) []Case {
+	n := func(full int) int { return max(1, int(float64(full)*scale)) }
+	size := 8 << 20
+	return []Case{
+		{Server: Lean, Era: "legacy", Scenario: "seq", N: n(4000)},
+		{Server: Lean, Era: "legacy", Scenario: "conc", N: n(40000)},
+		{Server: Lean, Era: "legacy", Scenario: "blob", N: n(8), Size: size},
+		{Server: Lean, Era: "legacy", Scenario: "elicit", N: n(2000)},
+		{Server: Lean, Era: "legacy", Scenario: "slow", N: 64},
+		{Server: Lean, Era: "modern", Scenario: "seq", N: n(4000)},
+		{Server: Lean, Era: "modern", Scenario: "conc", N: n(40000)},
+		{Server: Lean, Era: "modern", Scenario: "elicit", N: n(2000)},
+		{Server: Lean, Era: "modern", Scenario: "slow", N: 64},
+		{Server: SDK, Era: "legacy", Scenario: "seq", N: n(2000)},
+		{Server: SDK, Era: "legacy", Scenario: "conc", N: n(10000)},
+		{Server: SDK, Era: "legacy", Scenario: "elicit", N: n(1000)},
+		{Server: SDK, Era: "modern", Scenario: "conc", N: n(10000)},
+	}
+}
+
+// ServerArgv is the server command line for a client in a case.
+func ServerArgv(p Paths, c Case, cl Client) string {
+	if cl.Name == Floor {
+		return filepath.Join(p.Bin, "floorchild")
+	}
+	bin := "leanserver"
+	if c.Server == SDK {
+		bin = "sdkserver"
+	}
+	return filepath.Join(p.Bin, bin) + " --era " + c.Era
+}
+
+// Run runs one client in one case and returns its result; a run that fails
+// or prints no result has Error set.
+func Run(ctx context.Context, p Paths, c Case, cl Client, timeout time.Duration) driver.Result {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	args := append(append([]string(nil), cl.Argv[1:]...),
+		"--server", ServerArgv(p, c, cl), "--scenario", c.Scenario, "--n", strconv.Itoa(c.N), "--era", c.Era)
+	if c.Size > 0 {
+		args = append(args, "--size", strconv.Itoa(c.Size))
+	}
+	cmd := exec.CommandContext(ctx, cl.Argv[0], args...)
+	cmd.Dir = p.Root
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	var res driver.Result
+	line := bytes.TrimSpace(stdout.Bytes())
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	if err := json.Unmarshal(line, &res); err != nil {
+		res = driver.Result{Client: cl.Name, Scenario: c.Scenario, Era: c.Era, N: c.N}
+		res.Error = fmt.Sprintf("no result (%v): %s", runErr, tail(stdout.String()+stderr.String()))
+		return res
+	}
+	if res.Error == "" && runErr != nil {
+		res.Error = fmt.Sprintf("%v: %s", runErr, tail(stderr.String()))
+	}
+	if res.Error == "" && res.OK != c.N {
+		res.Error = fmt.Sprintf("%d of %d calls answered correctly", res.OK, c.N)
+	}
+	res.Client = cl.Name
+	return res
+}
+
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 800 {
+		s = "…" + s[len(s)-800:]
+	}
+	return s
+}
