@@ -1,0 +1,79 @@
+//go:build wasip1
+
+package guest
+
+import (
+	"unsafe"
+
+	"github.com/snodo/snodo/abi"
+)
+
+//go:wasmimport snodo set_output
+func setOutput(ptr, n uint32)
+
+//go:wasmimport snodo log
+func hostLogRaw(level int32, ptr, n uint32)
+
+//go:wasmimport snodo config
+func hostConfigRaw(ptr, capacity uint32) uint32
+
+func addr(b []byte) uint32 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+func output(b []byte) {
+	setOutput(addr(b), uint32(len(b)))
+}
+
+func hostLog(level abi.Level, msg string) {
+	b := []byte(trimmed(msg, abi.MaxLogBytes))
+	hostLogRaw(int32(level), addr(b), uint32(len(b)))
+}
+
+func hostConfig() []byte {
+	n := hostConfigRaw(0, 0)
+	b := make([]byte, n)
+	if n > 0 {
+		hostConfigRaw(addr(b), n)
+	}
+	return b
+}
+
+// input is the buffer snodo_alloc hands out; the host fills it before each
+// call. One call at a time per instance, so one buffer suffices.
+var input = make([]byte, 0, 4096)
+
+//go:wasmexport snodo_alloc
+func snodoAlloc(size uint32) uint32 {
+	if cap(input) < int(size) || cap(input) == 0 {
+		input = make([]byte, 0, max(int(size), 1))
+	}
+	input = input[:size]
+	return addr(input[:cap(input)])
+}
+
+//go:wasmexport snodo_describe
+func snodoDescribe() uint32 {
+	output(manifest())
+	return uint32(abi.StatusOK)
+}
+
+func run(export string, n uint32) uint32 {
+	st, out := dispatch(export, input[:n])
+	if out != nil {
+		output(out)
+	}
+	return uint32(st)
+}
+
+//go:wasmexport snodo_handle
+func snodoHandle(_, n uint32) uint32 { return run(abi.ExportHandle, n) }
+
+//go:wasmexport snodo_progress
+func snodoProgress(_, n uint32) uint32 { return run(abi.ExportProgress, n) }
+
+//go:wasmexport snodo_event
+func snodoEvent(_, n uint32) uint32 { return run(abi.ExportEvent, n) }

@@ -1,0 +1,165 @@
+package guest
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ElicitRequest is the params of elicitation/create (MCP 2025-06-18 and
+// later, and inputRequests entries of 2026-07-28).
+type ElicitRequest struct {
+	// Mode is "form" (also when absent) or "url".
+	Mode    string `json:"mode,omitempty"`
+	Message string `json:"message"`
+	// RequestedSchema describes the form's fields (form mode).
+	RequestedSchema Schema `json:"requestedSchema"`
+	// URL and ElicitationID are set in url mode.
+	URL           string          `json:"url,omitempty"`
+	ElicitationID string          `json:"elicitationId,omitempty"`
+	Meta          json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Schema is the restricted JSON Schema of an elicitation form: an object
+// of primitive properties.
+type Schema struct {
+	Type       string                    `json:"type"`
+	Properties map[string]PropertySchema `json:"properties,omitempty"`
+	Required   []string                  `json:"required,omitempty"`
+}
+
+// PropertySchema is one field of an elicitation form.
+type PropertySchema struct {
+	Type        string          `json:"type"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Default     json.RawMessage `json:"default,omitempty"`
+	Enum        []string        `json:"enum,omitempty"`
+	Format      string          `json:"format,omitempty"`
+	Minimum     *float64        `json:"minimum,omitempty"`
+	Maximum     *float64        `json:"maximum,omitempty"`
+}
+
+// ElicitResult answers an elicitation.
+type ElicitResult struct {
+	// Action is "accept", "decline" or "cancel".
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// Elicitation actions.
+const (
+	Accept  = "accept"
+	Decline = "decline"
+	Cancel  = "cancel"
+)
+
+// SamplingRequest is the params of sampling/createMessage.
+type SamplingRequest struct {
+	Messages         []SamplingMessage `json:"messages"`
+	SystemPrompt     string            `json:"systemPrompt,omitempty"`
+	MaxTokens        int               `json:"maxTokens"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	StopSequences    []string          `json:"stopSequences,omitempty"`
+	IncludeContext   string            `json:"includeContext,omitempty"`
+	ModelPreferences json.RawMessage   `json:"modelPreferences,omitempty"`
+	Metadata         json.RawMessage   `json:"metadata,omitempty"`
+	Meta             json.RawMessage   `json:"_meta,omitempty"`
+}
+
+// SamplingMessage is one message of a sampling request. Content is a
+// content block, or (MCP 2025-11-25) an array of them.
+type SamplingMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// Text returns the text of the message's text content blocks, joined.
+func (m SamplingMessage) Text() string {
+	var one TextContent
+	if json.Unmarshal(m.Content, &one) == nil && one.Type == "text" {
+		return one.Text
+	}
+	var many []TextContent
+	if json.Unmarshal(m.Content, &many) != nil {
+		return ""
+	}
+	var s string
+	for _, c := range many {
+		if c.Type == "text" {
+			s += c.Text
+		}
+	}
+	return s
+}
+
+// TextContent is a text content block.
+type TextContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Text returns a text content block.
+func Text(s string) TextContent { return TextContent{Type: "text", Text: s} }
+
+// SamplingResult answers sampling/createMessage.
+type SamplingResult struct {
+	Role       string `json:"role"`
+	Content    any    `json:"content"`
+	Model      string `json:"model"`
+	StopReason string `json:"stopReason,omitempty"`
+}
+
+// RootsRequest is the params of roots/list.
+type RootsRequest struct {
+	Meta json.RawMessage `json:"_meta,omitempty"`
+}
+
+// RootsResult answers roots/list.
+type RootsResult struct {
+	Roots []Root `json:"roots"`
+}
+
+// Root is a root the client exposes: a file:// URI and an optional name.
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
+// Progress is the params of one notifications/progress.
+type Progress struct {
+	ProgressToken json.RawMessage `json:"progressToken"`
+	Progress      float64         `json:"progress"`
+	Total         *float64        `json:"total,omitempty"`
+	Message       string          `json:"message,omitempty"`
+}
+
+// Event is one event of a subscription.
+type Event struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// Action is what a progress or event consumer wants next.
+type Action int
+
+const (
+	// Continue lets the request go on, or keeps the subscription.
+	Continue Action = iota
+	// Stop cancels the request (progress) or ends the subscription (events).
+	Stop
+)
+
+// Error is a JSON-RPC error a handler answers with. A handler that returns
+// any other error is answered -32603 with the error's text.
+type Error struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("error %d: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with code -32603 and a formatted message.
+func Errorf(format string, args ...any) *Error {
+	return &Error{Code: -32603, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,65 @@
+package wasm
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// goGuests are the Go handler modules the tests build from source, once
+// per test run, with GOOS=wasip1 -buildmode=c-shared.
+var goGuests = map[string]string{
+	"goguest":       "./testdata/goguest",
+	"elicit-policy": "../../examples/handlers/go/elicit-policy",
+	"sampling-echo": "../../examples/handlers/go/sampling-echo",
+}
+
+var goGuestDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "snodo-wasm-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	goGuestDir = dir
+	if err := buildGoGuests(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+func buildGoGuests(dir string) error {
+	goTool := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	for name, pkg := range goGuests {
+		out := filepath.Join(dir, name+".wasm")
+		cmd := exec.Command(goTool, "build", "-buildmode=c-shared", "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building Go guest %s (GOOS=wasip1 go build -buildmode=c-shared %s): %v\n%s", name, pkg, err, b)
+		}
+	}
+	return nil
+}
+
+// goGuest returns the bytes of a Go guest built by TestMain.
+func goGuest(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(goGuestDir, name+".wasm"))
+	if err != nil {
+		t.Fatalf("Go guest %s was not built: %v", name, err)
+	}
+	return b
+}

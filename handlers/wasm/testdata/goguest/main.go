@@ -1,0 +1,102 @@
+// Command goguest is the Go handler module the host's tests run: its
+// elicitation answer depends on the request's message, so that one module
+// shows every behaviour a test needs — a normal answer, a panic, a loop, an
+// allocation without end, proc_exit, and probes of the sandbox (files,
+// environment, clock).
+package main
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/snodo/snodo/abi/guest"
+)
+
+var calls int
+
+func init() {
+	guest.SetName("goguest")
+	guest.HandleElicitation(func(ctx guest.Context, req guest.ElicitRequest) (guest.ElicitResult, error) {
+		calls++
+		verb, arg, _ := strings.Cut(req.Message, ":")
+		switch verb {
+		case "panic":
+			panic("boom: " + arg)
+		case "loop":
+			for {
+			}
+		case "oom":
+			var keep [][]byte
+			for {
+				keep = append(keep, make([]byte, 1<<20))
+			}
+		case "exit":
+			os.Exit(4)
+		case "error":
+			return guest.ElicitResult{}, &guest.Error{Code: -32042, Message: "refused: " + arg}
+		case "fail":
+			return guest.ElicitResult{}, errors.New("plain failure")
+		case "env":
+			v, ok := os.LookupEnv(arg)
+			return accept("value", v, "set", ok), nil
+		case "clock":
+			return accept("year", time.Now().Year()), nil
+		case "read":
+			b, err := os.ReadFile(arg)
+			if err != nil {
+				return guest.ElicitResult{}, guest.Errorf("read %s: %v", arg, err)
+			}
+			return accept("data", string(b)), nil
+		case "write":
+			if err := os.WriteFile(arg, []byte("written by a guest"), 0o644); err != nil {
+				return guest.ElicitResult{}, guest.Errorf("write %s: %v", arg, err)
+			}
+			return accept(), nil
+		case "log":
+			ctx.Infof("logged: %s", arg)
+			return accept(), nil
+		case "calls":
+			return accept("calls", calls), nil
+		case "config":
+			var v any
+			if err := ctx.Config(&v); err != nil {
+				return guest.ElicitResult{}, err
+			}
+			return accept("config", v), nil
+		}
+		return accept("echo", req.Message), nil
+	})
+	guest.HandleProgress(func(ctx guest.Context, p guest.Progress) (guest.Action, error) {
+		switch p.Message {
+		case "panic":
+			panic("progress boom")
+		case "error":
+			return guest.Continue, &guest.Error{Code: -32050, Message: "progress refused"}
+		}
+		if p.Total != nil && p.Progress >= *p.Total/2 {
+			return guest.Stop, nil
+		}
+		return guest.Continue, nil
+	})
+	guest.HandleEvents(func(ctx guest.Context, ev guest.Event) (guest.Action, error) {
+		if ev.Method == "stop" {
+			return guest.Stop, nil
+		}
+		if ev.Method == "error" {
+			return guest.Continue, errors.New("event refused")
+		}
+		return guest.Continue, nil
+	})
+}
+
+func accept(kv ...any) guest.ElicitResult {
+	c := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		c[kv[i].(string)] = kv[i+1]
+	}
+	return guest.ElicitResult{Action: guest.Accept, Content: c}
+}
+
+func main() {}
