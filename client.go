@@ -1,0 +1,414 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// Client is a connection to one MCP server, in the protocol era and version
+// chosen at Connect. It is safe for concurrent use.
+type Client struct {
+	t       transport.Transport
+	cfg     *config
+	dialect Dialect
+
+	serverInfo   Implementation
+	capabilities ServerCapabilities
+	instructions string
+	discovered   *DiscoverResult
+
+	// slots bounds the handlers running at once (MaxServerRequests).
+	slots chan struct{}
+
+	tokenMu   sync.Mutex
+	nextToken int64
+
+	subs legacySubscriptions
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Connect opens a client over t.
+//
+// By default it probes the server with server/discover, carrying the
+// newest modern version in _meta: a DiscoverResult makes the connection
+// modern, with the newest version both sides speak; an
+// UnsupportedProtocolVersionError (-32022) makes it modern with a version
+// from the error's supported list, and never falls back; any other error,
+// or no answer within the probe timeout, marks a legacy server, and Connect
+// falls back to the initialize handshake, offering 2025-11-25 and
+// accepting 2024-11-05, 2025-03-26, 2025-06-18 or 2025-11-25, followed by
+// notifications/initialized. WithEra and WithProtocolVersion skip the
+// probe. The era is kept for the connection.
+//
+// If t implements transport.Inbound, Connect installs the client's answerer
+// of server requests and notifications on it first. On error, t is left
+// open: the caller closes it.
+//
+// See the specification's basic/transports/stdio.mdx "Backward
+// Compatibility" and basic/versioning.mdx.
+func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
+	cfg := newConfig(opts)
+	if cfg.maxServerRequests <= 0 {
+		cfg.maxServerRequests = DefaultMaxServerRequests
+	}
+	if cfg.maxRounds <= 0 {
+		cfg.maxRounds = DefaultMaxRounds
+	}
+	c := &Client{t: t, cfg: cfg, slots: make(chan struct{}, cfg.maxServerRequests)}
+	c.subs.init()
+	if in, ok := t.(transport.Inbound); ok {
+		in.SetInbound(c.serveRequest, c.onNotification)
+	}
+
+	era := cfg.era
+	if cfg.version != "" {
+		e, ok := eraOf(cfg.version)
+		if !ok {
+			return nil, protocolError(jsonrpc.CodeInvalidParams, ErrUnsupportedVersion,
+				"protocol version %q is not one Snodo speaks (%v)", cfg.version, SupportedVersions())
+		}
+		if era != EraAuto && era != e {
+			return nil, protocolError(jsonrpc.CodeInvalidParams, nil,
+				"protocol version %s belongs to the %s era, not the %s era", cfg.version, e, era)
+		}
+		era = e
+	}
+
+	switch era {
+	case EraLegacy:
+		return c, c.initialize(ctx)
+	case EraModern:
+		return c, c.discoverEra(ctx, false)
+	default:
+		err := c.discoverEra(ctx, true)
+		if errors.Is(err, errLegacyServer) {
+			return c, c.initialize(ctx)
+		}
+		return c, err
+	}
+}
+
+// errLegacyServer says the probe found a legacy server.
+var errLegacyServer = errors.New("legacy server")
+
+// discoverEra probes with server/discover. With fallback, an answer that is
+// not a modern one returns errLegacyServer.
+func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
+	preferred := modernVersions[0]
+	if c.cfg.version != "" {
+		preferred = c.cfg.version
+	}
+	timeout := c.cfg.timeout
+	if fallback {
+		timeout = c.cfg.probeTimeout
+	}
+	version := preferred
+	for attempt := 0; ; attempt++ {
+		c.dialect = newModernDialect(version, c.cfg.clientInfo, c.cfg.clientCapabilities(version))
+		raw, err := c.call(ctx, "server/discover", nil, &callConfig{timeout: timeout})
+		if err == nil {
+			res, err := decodeDiscover(raw)
+			if err != nil {
+				return badResult("server/discover", err)
+			}
+			chosen, ok := newestModern(version, res.SupportedVersions)
+			if !ok {
+				return protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
+					"the server supports %v, none of Snodo's modern versions %v", res.SupportedVersions, modernVersions)
+			}
+			if chosen != version {
+				c.dialect = newModernDialect(chosen, c.cfg.clientInfo, c.cfg.clientCapabilities(chosen))
+			}
+			c.discovered = res
+			c.serverInfo = res.ServerInfo
+			c.capabilities = res.Capabilities
+			c.instructions = res.Instructions
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		var e *Error
+		if errors.As(err, &e) && e.Kind == jsonrpc.KindServer && e.Code == jsonrpc.CodeUnsupportedProtocolVersion {
+			// A modern server that does not speak our version: retry with
+			// one from its list; never fall back to initialize.
+			var data struct {
+				Supported []string `json:"supported"`
+			}
+			_ = unmarshal(e.Data, &data)
+			next, ok := newestModern("", data.Supported)
+			if !ok || attempt > 0 || next == version {
+				return protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
+					"the server is modern but supports %v, none of Snodo's modern versions %v", data.Supported, modernVersions)
+			}
+			version = next
+			continue
+		}
+		if !fallback {
+			return err
+		}
+		var te *Error
+		if errors.As(err, &te) && (te.Kind == jsonrpc.KindServer || errors.Is(err, transport.ErrTimeout)) {
+			return errLegacyServer
+		}
+		if errors.As(err, &te) && te.Kind == jsonrpc.KindProtocol {
+			// An answer that is not a DiscoverResult: not a modern server.
+			return errLegacyServer
+		}
+		return err
+	}
+}
+
+// initialize runs the legacy handshake.
+func (c *Client) initialize(ctx context.Context) error {
+	n, ok := c.t.(transport.Notifier)
+	if !ok {
+		return protocolError(jsonrpc.CodeInternalError, nil,
+			"the transport cannot send notifications, which the legacy era needs for notifications/initialized")
+	}
+	offered := LatestLegacyVersion
+	if c.cfg.version != "" {
+		offered = c.cfg.version
+	}
+	c.dialect = legacyDialect{version: offered}
+	params, err := marshal(struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ClientInfo      Implementation  `json:"clientInfo"`
+	}{offered, c.cfg.clientCapabilities(offered), c.cfg.clientInfo})
+	if err != nil {
+		return err
+	}
+	raw, err := c.call(ctx, "initialize", params, &callConfig{})
+	if err != nil {
+		return err
+	}
+	var res struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ServerInfo      Implementation  `json:"serverInfo"`
+		Instructions    string          `json:"instructions"`
+	}
+	if err := unmarshal(raw, &res); err != nil {
+		return badResult("initialize", err)
+	}
+	if !slices.Contains(legacyVersions, res.ProtocolVersion) {
+		return protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
+			"the server chose protocol version %q; Snodo speaks %v over initialize", res.ProtocolVersion, legacyVersions)
+	}
+	if c.cfg.version != "" && res.ProtocolVersion != c.cfg.version {
+		return protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
+			"protocol version %s was required, the server chose %s", c.cfg.version, res.ProtocolVersion)
+	}
+	caps, err := decodeCapabilities(res.Capabilities)
+	if err != nil {
+		return badResult("initialize", err)
+	}
+	c.dialect = legacyDialect{version: res.ProtocolVersion}
+	c.serverInfo, c.capabilities, c.instructions = res.ServerInfo, caps, res.Instructions
+
+	err = n.Notify(ctx, &jsonrpc.Notification{Method: "notifications/initialized", Params: json.RawMessage(`{}`)},
+		transport.NotifyOptions{Timeout: c.cfg.timeout, Dialect: c.dialect})
+	return err
+}
+
+// Era returns the connection's protocol era: EraLegacy or EraModern.
+func (c *Client) Era() Era { return c.dialect.Era() }
+
+// ProtocolVersion returns the negotiated protocol version.
+func (c *Client) ProtocolVersion() string { return c.dialect.ProtocolVersion() }
+
+// Dialect returns the dialect that builds the connection's requests.
+func (c *Client) Dialect() Dialect { return c.dialect }
+
+// ServerInfo returns the server's name and version, as it reported them.
+func (c *Client) ServerInfo() Implementation { return c.serverInfo }
+
+// Capabilities returns the server's capabilities.
+func (c *Client) Capabilities() ServerCapabilities { return c.capabilities }
+
+// Instructions returns the server's instructions, if any.
+func (c *Client) Instructions() string { return c.instructions }
+
+// Transport returns the transport the client uses.
+func (c *Client) Transport() transport.Transport { return c.t }
+
+// Close closes the transport. When the server issued a session, the
+// transport is asked to delete it first.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.subs.closeAll()
+		c.closeErr = c.t.Close()
+	})
+	return c.closeErr
+}
+
+// progressToken returns a token unique on the client.
+func (c *Client) progressToken() []byte {
+	c.tokenMu.Lock()
+	c.nextToken++
+	n := c.nextToken
+	c.tokenMu.Unlock()
+	return fmt.Appendf(nil, `"snodo-%d"`, n)
+}
+
+func (c *Client) callConfig(opts []CallOption) *callConfig {
+	cc := &callConfig{timeout: c.cfg.timeout}
+	for _, o := range opts {
+		o(cc)
+	}
+	return cc
+}
+
+// call sends method with params (a JSON object of the method's members, or
+// nil) and returns the complete result. In the modern era it reads the
+// result type and runs the multi round-trip loop.
+func (c *Client) call(ctx context.Context, method string, params []byte, cc *callConfig) (json.RawMessage, error) {
+	var (
+		inputResponses []byte          // this round's answers, or nil
+		requestState   json.RawMessage // the server's state, verbatim, or nil
+	)
+	for round := 0; ; round++ {
+		var tail []byte
+		if inputResponses != nil {
+			tail = appendMember(tail, "inputResponses", inputResponses)
+		}
+		if requestState != nil {
+			if len(tail) > 0 {
+				tail = append(tail, ',')
+			}
+			tail = appendMember(tail, "requestState", requestState)
+		}
+		var token []byte
+		if cc.onProgress != nil {
+			token = c.progressToken()
+		}
+		p, err := buildParams(c.dialect, cc, token, params, tail)
+		if err != nil {
+			return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for %s", method)
+		}
+		req := &jsonrpc.Request{Method: method, Params: p}
+		ropts := transport.RequestOptions{
+			Timeout:                cc.timeout,
+			Dialect:                c.dialect,
+			Headers:                c.dialect.TransportPolicy(req).Headers,
+			OnServerRequest:        c.serveRequest,
+			ResetTimeoutOnProgress: cc.resetOnProgess,
+			MaxTotalTimeout:        cc.maxTotal,
+		}
+		if cc.onProgress != nil {
+			f := cc.onProgress
+			ropts.OnProgress = func(params json.RawMessage) error {
+				var p Progress
+				if err := unmarshal(params, &p); err != nil {
+					return protocolError(jsonrpc.CodeInvalidParams, err, "invalid progress notification")
+				}
+				f(p)
+				return nil
+			}
+		}
+		resp, err := c.t.Request(ctx, req, ropts)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != nil {
+			e := resp.Error
+			if e.Kind == "" {
+				c := *e
+				c.Kind = jsonrpc.KindServer
+				e = &c
+			}
+			return nil, e
+		}
+		if c.dialect.Era() != EraModern {
+			return resp.Result, nil
+		}
+		ir, err := readResultType(resp.Result)
+		if err != nil {
+			return nil, badResult(method, err)
+		}
+		if ir == nil {
+			return resp.Result, nil
+		}
+		if round >= c.cfg.maxRounds {
+			return nil, protocolError(jsonrpc.CodeInternalError, ErrTooManyRounds,
+				"%s: the server still asks for input after %d rounds", method, c.cfg.maxRounds)
+		}
+		inputResponses, err = c.answerInputs(ctx, method, ir.InputRequests)
+		if err != nil {
+			return nil, err
+		}
+		requestState = ir.RequestState
+	}
+}
+
+// callTyped calls method with v's encoding as params and decodes the
+// result into out.
+func (c *Client) callTyped(ctx context.Context, method string, v any, out any, opts []CallOption) error {
+	var params []byte
+	if v != nil {
+		b, err := marshal(v)
+		if err != nil {
+			return protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for %s", method)
+		}
+		params = b
+	}
+	raw, err := c.call(ctx, method, params, c.callConfig(opts))
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	if err := unmarshal(raw, out); err != nil {
+		return badResult(method, err)
+	}
+	if r, ok := out.(interface{ setReceived(time.Time) }); ok {
+		r.setReceived(time.Now())
+	}
+	return nil
+}
+
+// Request sends any request and returns its complete result: the dialect's
+// _meta is added to params (a JSON object, or nil), and in the modern era
+// input_required results go through the multi round-trip loop. Use it for
+// methods the typed API does not cover.
+func (c *Client) Request(ctx context.Context, method string, params json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
+	if p := bytesTrim(params); len(p) > 0 && p[0] != '{' {
+		return nil, protocolError(jsonrpc.CodeInvalidParams, nil, "params for %s must be a JSON object", method)
+	}
+	return c.call(ctx, method, params, c.callConfig(opts))
+}
+
+// Notify sends a notification with params (a JSON object, or nil).
+func (c *Client) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	n, ok := c.t.(transport.Notifier)
+	if !ok {
+		return protocolError(jsonrpc.CodeInternalError, nil, "the transport cannot send notifications")
+	}
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	return n.Notify(ctx, &jsonrpc.Notification{Method: method, Params: params},
+		transport.NotifyOptions{Timeout: c.cfg.timeout, Dialect: c.dialect})
+}
+
+func bytesTrim(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

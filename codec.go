@@ -1,0 +1,66 @@
+package snodo
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/bytedance/sonic"
+)
+
+// The client's JSON goes through sonic: requests are built and results
+// decoded on every call.
+var api = sonic.ConfigDefault
+
+func marshal(v any) ([]byte, error) { return api.Marshal(v) }
+
+func unmarshal(data []byte, v any) error { return api.Unmarshal(data, v) }
+
+// splitExtra decodes data's members and returns those not in known, for
+// types that keep the fields they do not know.
+func splitExtra(data []byte, known ...string) (map[string]json.RawMessage, error) {
+	var all map[string]json.RawMessage
+	if err := api.Unmarshal(data, &all); err != nil {
+		return nil, err
+	}
+	for _, k := range known {
+		delete(all, k)
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	return all, nil
+}
+
+// appendExtra adds the members of extra to the JSON object obj.
+func appendExtra(obj []byte, extra map[string]json.RawMessage) ([]byte, error) {
+	if len(extra) == 0 {
+		return obj, nil
+	}
+	obj = bytes.TrimRight(obj, " \t\r\n")
+	if len(obj) < 2 || obj[len(obj)-1] != '}' {
+		return obj, nil
+	}
+	body := obj[:len(obj)-1]
+	empty := bytes.Equal(bytes.TrimSpace(body), []byte("{"))
+	out := slices.Clip(body)
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !empty {
+			out = append(out, ',')
+		}
+		empty = false
+		kb, err := api.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, kb...)
+		out = append(out, ':')
+		out = append(out, extra[k]...)
+	}
+	return append(out, '}'), nil
+}

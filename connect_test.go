@@ -1,0 +1,264 @@
+package snodo_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// "a DiscoverResult → modern": server info, capabilities, instructions and
+// the negotiated version come from the discover result; no initialize.
+func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
+	f := newFake(t, modernServer(noMore))
+	c, err := snodo.Connect(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" {
+		t.Errorf("era %v version %s, want modern 2026-07-28", c.Era(), c.ProtocolVersion())
+	}
+	if c.ServerInfo().Name != "fake" || c.ServerInfo().Version != "1.2.3" {
+		t.Errorf("server info %+v", c.ServerInfo())
+	}
+	if c.Capabilities().Tools == nil || !c.Capabilities().Tools.ListChanged || c.Capabilities().Resources == nil || !c.Capabilities().Resources.Subscribe {
+		t.Errorf("capabilities %+v", c.Capabilities())
+	}
+	if c.Instructions() != "be nice" {
+		t.Errorf("instructions %q", c.Instructions())
+	}
+	if got := f.methods(); !slices.Equal(got, []string{"server/discover"}) {
+		t.Errorf("sent %v, want only server/discover", got)
+	}
+	d := f.sent("server/discover")[0]
+	if string(d.meta("io.modelcontextprotocol/protocolVersion")) != `"2026-07-28"` {
+		t.Errorf("probe _meta version %s", d.meta("io.modelcontextprotocol/protocolVersion"))
+	}
+	if d.Opts.Timeout != snodo.DefaultProbeTimeout || snodo.DefaultProbeTimeout != 5*time.Second {
+		t.Errorf("probe timeout %v, want 5s", d.Opts.Timeout)
+	}
+	if c.Discovered() == nil || c.Discovered().TTL() != time.Second || c.Discovered().Scope != "public" {
+		t.Errorf("discover cache hints not exposed: %+v", c.Discovered())
+	}
+}
+
+// "any other error ... → legacy: initialize offering 2025-11-25 ..., then
+// notifications/initialized".
+func TestConnectOtherProbeErrorFallsBackToInitialize(t *testing.T) {
+	f := newFake(t, legacyServer("2025-06-18", noMore))
+	c, err := snodo.Connect(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-06-18" {
+		t.Errorf("era %v version %s, want legacy 2025-06-18", c.Era(), c.ProtocolVersion())
+	}
+	if got := f.methods(); !slices.Equal(got, []string{"server/discover", "initialize"}) {
+		t.Errorf("sent %v", got)
+	}
+	init := f.sent("initialize")[0]
+	if string(init.param("protocolVersion")) != `"2025-11-25"` {
+		t.Errorf("initialize offered %s, want 2025-11-25", init.param("protocolVersion"))
+	}
+	if len(f.notifications) != 1 || f.notifications[0].Method != "notifications/initialized" {
+		t.Errorf("notifications %v, want notifications/initialized", f.notifications)
+	}
+	if c.ServerInfo().Name != "legacy-fake" || c.Instructions() != "legacy hello" || c.Capabilities().Prompts == nil {
+		t.Errorf("server info %+v, instructions %q", c.ServerInfo(), c.Instructions())
+	}
+}
+
+// "no answer within a probe timeout (default 5 s, configurable) → legacy".
+func TestConnectProbeTimeoutFallsBackToInitialize(t *testing.T) {
+	f := newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+		switch fc.Req.Method {
+		case "server/discover":
+			return nil // silence
+		case "initialize":
+			return result(fc, initializeResult("2025-11-25"))
+		}
+		return noMore(fc)
+	})
+	c, err := snodo.Connect(context.Background(), f, snodo.WithProbeTimeout(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Era() != snodo.EraLegacy {
+		t.Errorf("era %v, want legacy", c.Era())
+	}
+	if got := f.sent("server/discover")[0].Opts.Timeout; got != 20*time.Millisecond {
+		t.Errorf("probe timeout %v, want the configured 20ms", got)
+	}
+}
+
+// "an UnsupportedProtocolVersionError (-32022) → modern with a version from
+// its supported list (never fall back to initialize then)".
+func TestConnectUnsupportedVersionNeverFallsBack(t *testing.T) {
+	f := newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+		switch fc.Req.Method {
+		case "server/discover":
+			return errorResponse(fc, -32022, "Unsupported protocol version", `{"supported":["2025-11-25"],"requested":"2026-07-28"}`)
+		case "initialize":
+			return result(fc, initializeResult("2025-11-25"))
+		}
+		return noMore(fc)
+	})
+	_, err := snodo.Connect(context.Background(), f)
+	if !errors.Is(err, snodo.ErrUnsupportedVersion) {
+		t.Fatalf("err %v, want ErrUnsupportedVersion", err)
+	}
+	if len(f.sent("initialize")) != 0 {
+		t.Error("fell back to initialize after -32022")
+	}
+}
+
+// "accept the server's choice among 2024-11-05, 2025-03-26, 2025-06-18,
+// 2025-11-25 (anything else: a clear error)".
+func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
+	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
+		c, err := snodo.Connect(context.Background(), newFake(t, legacyServer(v, noMore)))
+		if err != nil || c.ProtocolVersion() != v {
+			t.Errorf("%s: err %v", v, err)
+		}
+	}
+	for _, v := range []string{"2026-07-28", "2099-01-01", ""} {
+		f := newFake(t, legacyServer(v, noMore))
+		_, err := snodo.Connect(context.Background(), f)
+		var e *snodo.Error
+		if !errors.As(err, &e) || e.Kind != jsonrpc.KindProtocol || !errors.Is(err, snodo.ErrUnsupportedVersion) {
+			t.Errorf("%q: err %v, want a protocol error", v, err)
+		}
+		if len(f.notifications) != 0 {
+			t.Errorf("%q: sent notifications/initialized after refusing the version", v)
+		}
+	}
+}
+
+// "Options force an era or a version."
+func TestConnectForcedEraAndVersion(t *testing.T) {
+	f := newFake(t, legacyServer("2025-11-25", noMore))
+	c, err := snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraLegacy))
+	if err != nil || c.Era() != snodo.EraLegacy {
+		t.Fatalf("forced legacy: %v", err)
+	}
+	if len(f.sent("server/discover")) != 0 {
+		t.Error("forced legacy still probed")
+	}
+
+	f = newFake(t, legacyServer("2025-06-18", noMore))
+	c, err = snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2025-06-18"))
+	if err != nil || c.ProtocolVersion() != "2025-06-18" {
+		t.Fatalf("forced 2025-06-18: %v", err)
+	}
+	if got := string(f.sent("initialize")[0].param("protocolVersion")); got != `"2025-06-18"` {
+		t.Errorf("offered %s", got)
+	}
+
+	// A forced version the server does not take is an error.
+	f = newFake(t, legacyServer("2025-11-25", noMore))
+	if _, err := snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2025-06-18")); !errors.Is(err, snodo.ErrUnsupportedVersion) {
+		t.Errorf("server chose another version than the forced one: err %v", err)
+	}
+
+	// Forced modern never falls back.
+	f = newFake(t, legacyServer("2025-11-25", noMore))
+	_, err = snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraModern))
+	var e *snodo.Error
+	if !errors.As(err, &e) || e.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("forced modern against a legacy server: err %v", err)
+	}
+	if len(f.sent("initialize")) != 0 {
+		t.Error("forced modern fell back to initialize")
+	}
+
+	if _, err := snodo.Connect(context.Background(), newFake(t, noMore), snodo.WithProtocolVersion("1999-01-01")); err == nil {
+		t.Error("a version Snodo does not speak was accepted")
+	}
+}
+
+// "The era is cached for the connection": later calls never probe again.
+func TestConnectEraIsCached(t *testing.T) {
+	f := newFake(t, modernServer(func(fc *fakeCall) *jsonrpc.Response {
+		return result(fc, `{"tools":[],"ttlMs":0,"cacheScope":"public"}`)
+	}))
+	c, err := snodo.Connect(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := c.ListTools(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.sent("server/discover")); n != 1 {
+		t.Errorf("%d probes, want 1", n)
+	}
+}
+
+// "The client needs [Notify] for notifications/initialized, so a transport
+// without it cannot open an initialize-era connection."
+func TestConnectLegacyNeedsNotifier(t *testing.T) {
+	f := newFake(t, legacyServer("2025-11-25", noMore))
+	_, err := snodo.Connect(context.Background(), requestOnly{f}, snodo.WithEra(snodo.EraLegacy))
+	if err == nil || !contains(err.Error(), "notifications/initialized") {
+		t.Errorf("err %v", err)
+	}
+}
+
+// requestOnly hides every optional interface of a transport.
+type requestOnly struct{ f *fake }
+
+func (r requestOnly) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
+	return r.f.Request(ctx, req, opts)
+}
+func (r requestOnly) Close() error { return r.f.Close() }
+
+var _ = json.RawMessage(nil)
+
+// "an UnsupportedProtocolVersionError (-32022) → modern with a version from
+// its supported list", and "a DiscoverResult → modern, choosing the newest
+// mutually supported version".
+func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T) {
+	defer snodo.SetModernVersions([]string{"2027-01-01", "2026-07-28"})()
+	f := newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+		if fc.Req.Method != "server/discover" {
+			return noMore(fc)
+		}
+		if string(fc.meta("io.modelcontextprotocol/protocolVersion")) == `"2027-01-01"` {
+			return errorResponse(fc, -32022, "Unsupported protocol version", `{"supported":["2026-07-28","2025-11-25"],"requested":"2027-01-01"}`)
+		}
+		return result(fc, discoverResult)
+	})
+	c, err := snodo.Connect(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" {
+		t.Errorf("era %v version %s", c.Era(), c.ProtocolVersion())
+	}
+	if n := len(f.sent("server/discover")); n != 2 || len(f.sent("initialize")) != 0 {
+		t.Errorf("%d probes, %d initialize", n, len(f.sent("initialize")))
+	}
+
+	// The discover result lists both; the newest common one wins.
+	f = newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+		return result(fc, `{"supportedVersions":["2026-07-28","2027-01-01"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
+	})
+	c, err = snodo.Connect(context.Background(), f)
+	if err != nil || c.ProtocolVersion() != "2027-01-01" {
+		t.Errorf("version %s, err %v; want 2027-01-01", c.ProtocolVersion(), err)
+	}
+	f = newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+		return result(fc, `{"supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
+	})
+	c, err = snodo.Connect(context.Background(), f)
+	if err != nil || c.ProtocolVersion() != "2026-07-28" {
+		t.Errorf("version %s, err %v; want 2026-07-28", c.ProtocolVersion(), err)
+	}
+}

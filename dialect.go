@@ -1,0 +1,246 @@
+package snodo
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// Reserved _meta keys of the 2026-07-28 revision.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	metaProgressToken      = "progressToken"
+)
+
+// Dialect builds the requests of one protocol era and version. The client
+// picks one at Connect and keeps it for the connection; transports receive
+// it with each request (HTTP derives headers from it).
+//
+// The modern dialect puts the protocol version, client info and client
+// capabilities (and a log level when asked) in every request's _meta, and
+// reads results by their resultType; the legacy dialect adds nothing per
+// request, since the initialize handshake carried it all.
+type Dialect interface {
+	transport.Dialect
+	// Era is EraLegacy or EraModern.
+	Era() Era
+	// ProtocolVersion is the version the dialect speaks.
+	ProtocolVersion() string
+
+	// metaMembers appends the dialect's _meta members for one request.
+	metaMembers(dst []byte, logLevel LogLevel) []byte
+}
+
+type legacyDialect struct{ version string }
+
+func (d legacyDialect) Era() Era                { return EraLegacy }
+func (d legacyDialect) ProtocolVersion() string { return d.version }
+
+// TransportPolicy implements transport.Dialect: after initialize, HTTP
+// carries the negotiated version in MCP-Protocol-Version.
+func (d legacyDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
+	if req.Method == "initialize" {
+		return transport.Policy{}
+	}
+	return transport.Policy{Headers: []transport.Header{{Name: "MCP-Protocol-Version", Value: d.version}}}
+}
+
+func (d legacyDialect) metaMembers(dst []byte, _ LogLevel) []byte { return dst }
+
+type modernDialect struct {
+	version string
+	// fixed is the _meta members every request carries: version, client
+	// info and capabilities, encoded once.
+	fixed []byte
+}
+
+func newModernDialect(version string, info Implementation, caps json.RawMessage) modernDialect {
+	b := appendMember(nil, metaProtocolVersion, mustMarshal(version))
+	b = append(b, ',')
+	b = appendMember(b, metaClientInfo, mustMarshal(info))
+	b = append(b, ',')
+	b = appendMember(b, metaClientCapabilities, caps)
+	return modernDialect{version: version, fixed: b}
+}
+
+func (d modernDialect) Era() Era                { return EraModern }
+func (d modernDialect) ProtocolVersion() string { return d.version }
+
+// TransportPolicy implements transport.Dialect: HTTP carries the request's
+// version in MCP-Protocol-Version.
+func (d modernDialect) TransportPolicy(*jsonrpc.Request) transport.Policy {
+	return transport.Policy{Headers: []transport.Header{{Name: "MCP-Protocol-Version", Value: d.version}}}
+}
+
+func (d modernDialect) metaMembers(dst []byte, logLevel LogLevel) []byte {
+	dst = append(dst, d.fixed...)
+	if logLevel != "" {
+		dst = append(dst, ',')
+		dst = appendMember(dst, metaLogLevel, mustMarshal(string(logLevel)))
+	}
+	return dst
+}
+
+func appendMember(dst []byte, key string, value []byte) []byte {
+	dst = append(dst, mustMarshal(key)...)
+	dst = append(dst, ':')
+	return append(dst, value...)
+}
+
+func mustMarshal(v any) []byte {
+	b, err := marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// clientCapabilities returns the capabilities the handlers can answer, for
+// version: elicitation (in the configured modes, where the version has
+// them), sampling and roots. Nothing is advertised without a handler.
+func (c *config) clientCapabilities(version string) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	member := func(name, value string) {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + name + `":` + value)
+	}
+	if _, ok := c.handlers[MethodElicit]; ok && len(c.elicitModes) > 0 {
+		switch {
+		case version >= Version20251125:
+			var modes []string
+			for _, m := range []string{ElicitForm, ElicitURL} {
+				if slices.Contains(c.elicitModes, m) {
+					modes = append(modes, `"`+m+`":{}`)
+				}
+			}
+			if len(modes) > 0 {
+				member("elicitation", "{"+joinComma(modes)+"}")
+			}
+		case version >= Version20250618:
+			// Elicitation came in 2025-06-18, form mode only.
+			if slices.Contains(c.elicitModes, ElicitForm) {
+				member("elicitation", "{}")
+			}
+		}
+	}
+	if _, ok := c.handlers[MethodListRoots]; ok {
+		member("roots", "{}")
+	}
+	if _, ok := c.handlers[MethodCreateMessage]; ok {
+		member("sampling", "{}")
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func joinComma(s []string) string {
+	var b bytes.Buffer
+	for i, x := range s {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(x)
+	}
+	return b.String()
+}
+
+// buildParams returns the params object of one request: _meta (the
+// dialect's members, the progress token, and the caller's own _meta
+// members), then the method's members from base (a JSON object or nil),
+// then the members in tail (already encoded, comma-joined).
+func buildParams(d Dialect, cc *callConfig, progressToken []byte, base []byte, tail []byte) ([]byte, error) {
+	var userMeta map[string]json.RawMessage
+	base = bytes.TrimSpace(base)
+	if len(base) > 0 && bytes.Contains(base, []byte(`"_meta"`)) {
+		var members map[string]json.RawMessage
+		if err := unmarshal(base, &members); err != nil {
+			return nil, err
+		}
+		if m, ok := members["_meta"]; ok {
+			if err := unmarshal(m, &userMeta); err != nil {
+				return nil, err
+			}
+			delete(members, "_meta")
+			b, err := marshal(members)
+			if err != nil {
+				return nil, err
+			}
+			base = b
+		}
+	}
+
+	meta := make([]byte, 0, 256)
+	meta = d.metaMembers(meta, cc.logLevel)
+	if progressToken != nil {
+		if len(meta) > 0 {
+			meta = append(meta, ',')
+		}
+		meta = appendMember(meta, metaProgressToken, progressToken)
+	}
+	if len(userMeta) > 0 {
+		for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
+			if d.Era() == EraModern {
+				delete(userMeta, k)
+			}
+		}
+		if cc.logLevel != "" {
+			delete(userMeta, metaLogLevel)
+		}
+		if progressToken != nil {
+			delete(userMeta, metaProgressToken)
+		}
+		keys := make([]string, 0, len(userMeta))
+		for k := range userMeta {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if len(meta) > 0 {
+				meta = append(meta, ',')
+			}
+			meta = appendMember(meta, k, userMeta[k])
+		}
+	}
+
+	out := make([]byte, 0, len(meta)+len(base)+len(tail)+16)
+	out = append(out, '{')
+	if len(meta) > 0 {
+		out = append(out, `"_meta":{`...)
+		out = append(out, meta...)
+		out = append(out, '}')
+	}
+	if inner := objectBody(base); len(inner) > 0 {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, inner...)
+	}
+	if len(tail) > 0 {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, tail...)
+	}
+	out = append(out, '}')
+	return out, nil
+}
+
+// objectBody returns the members of the JSON object obj, without braces.
+func objectBody(obj []byte) []byte {
+	obj = bytes.TrimSpace(obj)
+	if len(obj) < 2 || obj[0] != '{' {
+		return nil
+	}
+	return bytes.TrimSpace(obj[1 : len(obj)-1])
+}

@@ -1,0 +1,46 @@
+package snodo
+
+import "context"
+
+// Ping checks that the server answers (legacy era only: 2026-07-28 has no
+// ping).
+func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
+	if c.Era() != EraLegacy {
+		return notInEra("ping", c.Era())
+	}
+	return c.callTyped(ctx, "ping", nil, nil, opts)
+}
+
+// SetLogLevel asks the server for log messages at or above level for the
+// rest of the connection (legacy era only; 2026-07-28 asks per request,
+// with WithLogLevel).
+func (c *Client) SetLogLevel(ctx context.Context, level LogLevel, opts ...CallOption) error {
+	if c.Era() != EraLegacy {
+		return notInEra("logging/setLevel", c.Era())
+	}
+	return c.callTyped(ctx, "logging/setLevel", struct {
+		Level LogLevel `json:"level"`
+	}{level}, nil, opts)
+}
+
+type uriParams struct {
+	URI string `json:"uri"`
+}
+
+// Subscribe asks for notifications/resources/updated for uri (legacy era
+// only; 2026-07-28 uses Listen). The notifications reach the hook of
+// WithNotificationHook.
+func (c *Client) Subscribe(ctx context.Context, uri string, opts ...CallOption) error {
+	if c.Era() != EraLegacy {
+		return notInEra("resources/subscribe", c.Era())
+	}
+	return c.callTyped(ctx, "resources/subscribe", uriParams{uri}, nil, opts)
+}
+
+// Unsubscribe cancels a Subscribe (legacy era only).
+func (c *Client) Unsubscribe(ctx context.Context, uri string, opts ...CallOption) error {
+	if c.Era() != EraLegacy {
+		return notInEra("resources/unsubscribe", c.Era())
+	}
+	return c.callTyped(ctx, "resources/unsubscribe", uriParams{uri}, nil, opts)
+}

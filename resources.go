@@ -1,0 +1,143 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"time"
+)
+
+// Resource is a resource the server offers. Unknown members are kept in
+// Extra.
+type Resource struct {
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+type resourceFields Resource
+
+// UnmarshalJSON implements json.Unmarshaler, keeping unknown members.
+func (r *Resource) UnmarshalJSON(data []byte) error {
+	var f resourceFields
+	if err := unmarshal(data, &f); err != nil {
+		return err
+	}
+	extra, err := splitExtra(data, "uri", "name", "title", "description", "mimeType", "size", "annotations", "_meta")
+	if err != nil {
+		return err
+	}
+	*r = Resource(f)
+	r.Extra = extra
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler, writing unknown members back.
+func (r Resource) MarshalJSON() ([]byte, error) {
+	b, err := marshal(resourceFields(r))
+	if err != nil {
+		return nil, err
+	}
+	return appendExtra(b, r.Extra)
+}
+
+// ResourceTemplate is a URI template for resources (RFC 6570).
+type ResourceTemplate struct {
+	URITemplate string          `json:"uriTemplate"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ListResourcesResult is one page of resources/list.
+type ListResourcesResult struct {
+	Resources  []*Resource     `json:"resources"`
+	NextCursor string          `json:"nextCursor,omitempty"`
+	Meta       json.RawMessage `json:"_meta,omitempty"`
+	Cache
+}
+
+func (r *ListResourcesResult) setReceived(t time.Time) { r.Received = t }
+
+// ListResourceTemplatesResult is one page of resources/templates/list.
+type ListResourceTemplatesResult struct {
+	ResourceTemplates []*ResourceTemplate `json:"resourceTemplates"`
+	NextCursor        string              `json:"nextCursor,omitempty"`
+	Meta              json.RawMessage     `json:"_meta,omitempty"`
+	Cache
+}
+
+func (r *ListResourceTemplatesResult) setReceived(t time.Time) { r.Received = t }
+
+// ReadResourceResult is the result of resources/read.
+type ReadResourceResult struct {
+	Contents []*ResourceContents `json:"contents"`
+	Meta     json.RawMessage     `json:"_meta,omitempty"`
+	Cache
+}
+
+func (r *ReadResourceResult) setReceived(t time.Time) { r.Received = t }
+
+// ListResources returns one page of the server's resources.
+func (c *Client) ListResources(ctx context.Context, cursor string, opts ...CallOption) (*ListResourcesResult, error) {
+	var res ListResourcesResult
+	if err := c.callTyped(ctx, "resources/list", pageParams{cursor}, &res, opts); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Resources iterates over all the server's resources, page by page.
+func (c *Client) Resources(ctx context.Context, opts ...CallOption) iter.Seq2[*Resource, error] {
+	return paginate(func(cursor string) ([]*Resource, string, error) {
+		res, err := c.ListResources(ctx, cursor, opts...)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Resources, res.NextCursor, nil
+	})
+}
+
+// ListResourceTemplates returns one page of the server's resource
+// templates.
+func (c *Client) ListResourceTemplates(ctx context.Context, cursor string, opts ...CallOption) (*ListResourceTemplatesResult, error) {
+	var res ListResourceTemplatesResult
+	if err := c.callTyped(ctx, "resources/templates/list", pageParams{cursor}, &res, opts); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ResourceTemplates iterates over all the server's resource templates.
+func (c *Client) ResourceTemplates(ctx context.Context, opts ...CallOption) iter.Seq2[*ResourceTemplate, error] {
+	return paginate(func(cursor string) ([]*ResourceTemplate, string, error) {
+		res, err := c.ListResourceTemplates(ctx, cursor, opts...)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.ResourceTemplates, res.NextCursor, nil
+	})
+}
+
+// ReadResource reads the resource at uri. In the 2026-07-28 era it may go
+// through input rounds, as CallTool does.
+func (c *Client) ReadResource(ctx context.Context, uri string, opts ...CallOption) (*ReadResourceResult, error) {
+	params := struct {
+		URI string `json:"uri"`
+	}{uri}
+	var res ReadResourceResult
+	if err := c.callTyped(ctx, "resources/read", params, &res, opts); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}

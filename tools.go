@@ -1,0 +1,143 @@
+package snodo
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"time"
+)
+
+// Tool is a tool the server offers. Unknown members are kept in Extra.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Icons        json.RawMessage `json:"icons,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+type toolFields Tool
+
+// UnmarshalJSON implements json.Unmarshaler, keeping unknown members.
+func (t *Tool) UnmarshalJSON(data []byte) error {
+	var f toolFields
+	if err := unmarshal(data, &f); err != nil {
+		return err
+	}
+	extra, err := splitExtra(data, "name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta")
+	if err != nil {
+		return err
+	}
+	*t = Tool(f)
+	t.Extra = extra
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler, writing unknown members back.
+func (t Tool) MarshalJSON() ([]byte, error) {
+	b, err := marshal(toolFields(t))
+	if err != nil {
+		return nil, err
+	}
+	return appendExtra(b, t.Extra)
+}
+
+// ListToolsResult is one page of tools/list.
+type ListToolsResult struct {
+	Tools      []*Tool         `json:"tools"`
+	NextCursor string          `json:"nextCursor,omitempty"`
+	Meta       json.RawMessage `json:"_meta,omitempty"`
+	Cache
+}
+
+func (r *ListToolsResult) setReceived(t time.Time) { r.Received = t }
+
+type pageParams struct {
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListTools returns one page of the server's tools, starting at cursor
+// ("" for the first page).
+func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
+	var res ListToolsResult
+	if err := c.callTyped(ctx, "tools/list", pageParams{cursor}, &res, opts); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Tools iterates over all the server's tools, page by page. An error ends
+// the iteration as its last pair.
+func (c *Client) Tools(ctx context.Context, opts ...CallOption) iter.Seq2[*Tool, error] {
+	return paginate(func(cursor string) ([]*Tool, string, error) {
+		res, err := c.ListTools(ctx, cursor, opts...)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Tools, res.NextCursor, nil
+	})
+}
+
+// paginate iterates over the items of successive pages. It stops after a
+// page without a next cursor, and guards against a server that returns the
+// same cursor again.
+func paginate[T any](page func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		cursor := ""
+		seen := map[string]bool{}
+		for {
+			items, next, err := page(cursor)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			if seen[next] {
+				var zero T
+				yield(zero, protocolError(-32603, nil, "the server returned cursor %q twice", next))
+				return
+			}
+			seen[next] = true
+			cursor = next
+		}
+	}
+}
+
+// CallToolResult is the result of tools/call.
+type CallToolResult struct {
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	Meta              json.RawMessage `json:"_meta,omitempty"`
+}
+
+// CallTool calls the tool name with arguments (anything that encodes to a
+// JSON object, or nil). In the 2026-07-28 era, a server that asks for input
+// is answered by the client's handlers and the call retried (see
+// WithHandler and WithMaxRounds).
+//
+// A tool's own failure is a result with IsError set, not an error.
+func (c *Client) CallTool(ctx context.Context, name string, arguments any, opts ...CallOption) (*CallToolResult, error) {
+	params := struct {
+		Name      string `json:"name"`
+		Arguments any    `json:"arguments,omitempty"`
+	}{name, arguments}
+	var res CallToolResult
+	if err := c.callTyped(ctx, "tools/call", params, &res, opts); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}

@@ -1,0 +1,83 @@
+package snodo
+
+import "slices"
+
+// Protocol versions Snodo speaks.
+const (
+	Version20241105 = "2024-11-05"
+	Version20250326 = "2025-03-26"
+	Version20250618 = "2025-06-18"
+	Version20251125 = "2025-11-25"
+	Version20260728 = "2026-07-28"
+
+	// LatestVersion is the newest version Snodo speaks, the one it prefers.
+	LatestVersion = Version20260728
+	// LatestLegacyVersion is the version offered in an initialize request.
+	LatestLegacyVersion = Version20251125
+)
+
+// Era is a family of protocol versions that share how a connection starts.
+type Era int
+
+const (
+	// EraAuto, the default, probes the server with server/discover and
+	// falls back to the initialize handshake for a legacy server.
+	EraAuto Era = iota
+	// EraLegacy is the initialize handshake (2024-11-05 … 2025-11-25):
+	// server-to-client requests arrive on the connection.
+	EraLegacy
+	// EraModern is the stateless protocol (2026-07-28): every request
+	// carries its version, client info and capabilities in _meta, and the
+	// server asks for input through input_required results.
+	EraModern
+)
+
+func (e Era) String() string {
+	switch e {
+	case EraAuto:
+		return "auto"
+	case EraLegacy:
+		return "legacy"
+	case EraModern:
+		return "modern"
+	}
+	return "unknown"
+}
+
+// modernVersions and legacyVersions are the versions Snodo speaks, newest
+// first.
+var (
+	modernVersions = []string{Version20260728}
+	legacyVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
+)
+
+// SupportedVersions returns the protocol versions Snodo speaks, newest
+// first.
+func SupportedVersions() []string {
+	return append(slices.Clone(modernVersions), legacyVersions...)
+}
+
+// eraOf returns the era of a version Snodo speaks, and false for any other.
+func eraOf(version string) (Era, bool) {
+	switch {
+	case slices.Contains(modernVersions, version):
+		return EraModern, true
+	case slices.Contains(legacyVersions, version):
+		return EraLegacy, true
+	}
+	return EraAuto, false
+}
+
+// newestModern returns the newest modern version Snodo speaks that is in
+// offered, preferring preferred when it is there.
+func newestModern(preferred string, offered []string) (string, bool) {
+	if slices.Contains(offered, preferred) && slices.Contains(modernVersions, preferred) {
+		return preferred, true
+	}
+	for _, v := range modernVersions {
+		if slices.Contains(offered, v) {
+			return v, true
+		}
+	}
+	return "", false
+}
