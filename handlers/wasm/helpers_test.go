@@ -2,9 +2,15 @@ package wasm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/snodo/snodo/jsonrpc"
 )
 
 // examples is where scripts/build-examples.sh builds (and where the small
@@ -23,10 +29,12 @@ func wasmFile(t testing.TB, rel string) []byte {
 	return b
 }
 
-// newHost returns a host with a compilation cache in a temporary directory.
+// newHost returns a host whose compilation cache is shared by the tests
+// of this run (in the directory TestMain made), so that each module is
+// compiled once per run.
 func newHost(t testing.TB) *Host {
 	t.Helper()
-	h, err := NewHost(HostConfig{CacheDir: filepath.Join(t.TempDir(), "cache")})
+	h, err := NewHost(HostConfig{CacheDir: filepath.Join(goGuestDir, "cache")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,4 +49,28 @@ func load(t testing.TB, h *Host, cfg ModuleConfig) *Module {
 		t.Fatalf("Load(%s): %v", cfg.Name, err)
 	}
 	return m
+}
+
+// wantHandlerError checks that err is a *jsonrpc.Error of kind handler with
+// the code, whose message contains every one of parts.
+func wantHandlerError(t testing.TB, err error, code int64, parts ...string) *jsonrpc.Error {
+	t.Helper()
+	var e *jsonrpc.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not a *jsonrpc.Error", err, err)
+	}
+	if e.Kind != jsonrpc.KindHandler || e.Code != code {
+		t.Fatalf("error %v: kind %q code %d, want kind handler code %d", e, e.Kind, e.Code, code)
+	}
+	for _, p := range parts {
+		if !strings.Contains(e.Message, p) {
+			t.Fatalf("error message %q does not contain %q", e.Message, p)
+		}
+	}
+	return e
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -187,6 +187,17 @@ func (inst *instance) run(ctx context.Context, e entry, method string, params []
 	if res.status > abi.StatusStop || (e == entryHandle && res.status == abi.StatusStop) {
 		return res, inst.failed(fmt.Sprintf("invalid output: %s returned status %s", entryNames[e], res.status)), false
 	}
+	// Invalid output is a failure of the instance, like a trap.
+	switch {
+	case e == entryHandle && res.status == abi.StatusOK:
+		if err := abi.CheckResult(inst.output); err != nil {
+			return res, inst.failed("invalid output: " + err.Error()), false
+		}
+	case res.status == abi.StatusError && len(bytes.TrimSpace(inst.output)) > 0:
+		if _, err := abi.ParseErrorObject(inst.output); err != nil {
+			return res, inst.failed("invalid output: " + err.Error()), false
+		}
+	}
 	if inst.outputSet {
 		res.output = bytes.Clone(inst.output)
 		if res.output == nil {
@@ -242,7 +253,7 @@ func (inst *instance) classify(caller context.Context, err error) *callFailure {
 		cause = "trap: " + line
 	}
 	stderr := inst.stderr.String()
-	if !deadlineOrCancel && inst.memory != nil && int64(inst.memory.Size())+pageSize > m.memoryLimit {
+	if !deadlineOrCancel && inst.memory != nil && int64(inst.memory.Size())+16*pageSize > m.memoryLimit {
 		cause = fmt.Sprintf("out of memory (memory at its limit of %s): %s", sizeString(m.memoryLimit), cause)
 	} else if !deadlineOrCancel && strings.Contains(stderr, "out of memory") {
 		cause = "out of memory: " + cause

@@ -230,14 +230,11 @@ func (m *Module) HandleRequest(ctx context.Context, method string, params json.R
 	}
 	switch res.status {
 	case abi.StatusOK:
-		if err := abi.CheckResult(res.output); err != nil {
-			return nil, m.invalidOutput(err)
-		}
 		return res.output, nil
 	case abi.StatusError:
 		return nil, m.guestError(res.output, "returned an error")
 	}
-	return nil, m.invalidOutput(fmt.Errorf("snodo_handle returned status %s", res.status))
+	return nil, m.failure(fmt.Sprintf("invalid output: snodo_handle returned status %s", res.status), nil, "")
 }
 
 // guestError is the *jsonrpc.Error a module reported with an error object.

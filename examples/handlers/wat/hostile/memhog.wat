@@ -1,4 +1,4 @@
-;; memhog: a hostile Snodo handler for the host's tests. Grows its memory 1 MiB at a time until the limit refuses, then traps.
+;; memhog: a hostile Snodo handler for the host's tests. Grows its memory a page (64 KiB) at a time until the limit refuses, then traps.
 (module
   (import "snodo" "set_output" (func $set_output (param i32 i32)))
   (memory (export "memory") 2)
@@ -21,6 +21,6 @@
 
   (func (export "snodo_handle") (param $ptr i32) (param $len i32) (result i32)
     (loop $more
-      (br_if $more (i32.ne (memory.grow (i32.const 16)) (i32.const -1))))
+      (br_if $more (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))
     unreachable)
 )
