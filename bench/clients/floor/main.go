@@ -1,8 +1,12 @@
 // Command floor drives the floor child (cmd/floorchild), which only copies
-// lines, over the same kind of pipes as the MCP clients use, with the least a
-// client must do: write a line holding an id, and hand the echoed line to the
-// caller waiting on that id. It gives the physical floor for the seq, conc and
-// blob scenarios; elicit and slow have no floor.
+// lines, over the same kind of pipes as the Go clients (os.Pipe, through Go's
+// poller), with the least a client must do: write a line holding an id, read
+// lines until that id comes back. It gives the physical
+// floor for the seq, conc and blob scenarios; elicit and slow have no floor.
+//
+// For the sequential scenarios the caller reads its own reply (no goroutine
+// hand-off); for conc, one reader goroutine hands each line to the caller
+// waiting on its id, the least any client with concurrent callers must do.
 package main
 
 import (
@@ -10,10 +14,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/snodo/snodo/bench/internal/driver"
 )
@@ -21,11 +26,13 @@ import (
 func main() { driver.Main("floor", connect) }
 
 type conn struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *bufio.Reader
+	direct bool   // the caller reads its own reply
+	long   []byte // reused for lines longer than the reader's buffer
 
-	wmu  sync.Mutex
-	wbuf []byte
+	wmu sync.Mutex
 
 	mu      sync.Mutex
 	nextID  int
@@ -34,41 +41,60 @@ type conn struct {
 }
 
 func connect(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	childIn, stdin, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, childOut, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(cfg.Server[0], cfg.Server[1:]...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = childIn, childOut, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &conn{cmd: cmd, stdin: stdin, waiting: map[int]chan []byte{}, done: make(chan struct{})}
-	go c.readLoop(stdout)
+	childIn.Close()
+	childOut.Close()
+	c := &conn{
+		cmd:     cmd,
+		stdin:   stdin,
+		stdout:  bufio.NewReaderSize(stdout, 64<<10),
+		direct:  cfg.Scenario != "conc",
+		waiting: map[int]chan []byte{},
+		done:    make(chan struct{}),
+	}
+	if !c.direct {
+		go c.readLoop()
+	}
 	return c, nil
 }
 
-func (c *conn) readLoop(r io.Reader) {
+// readLine returns the next line without its newline. A line longer than
+// the reader's buffer is collected in c.long, which is reused, so the slice
+// is valid until the next call.
+func (c *conn) readLine() ([]byte, error) {
+	line, err := c.stdout.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		c.long = append(c.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = c.stdout.ReadSlice('\n')
+			c.long = append(c.long, line...)
+		}
+		line = c.long
+	}
+	if err != nil {
+		return nil, err
+	}
+	return line[:len(line)-1], nil
+}
+
+func (c *conn) readLoop() {
 	defer close(c.done)
-	br := bufio.NewReaderSize(r, 64<<10)
-	var blobWaiter chan []byte
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := c.readLine()
 		if err != nil {
 			return
-		}
-		line = line[:len(line)-1]
-		if len(line) > 0 && line[0] == 'x' {
-			// A blob line carries no id: it answers the one blob call.
-			c.mu.Lock()
-			blobWaiter = c.waiting[-1]
-			delete(c.waiting, -1)
-			c.mu.Unlock()
-			blobWaiter <- line
-			continue
 		}
 		sp := bytes.IndexByte(line, ' ')
 		if sp < 0 {
@@ -80,29 +106,8 @@ func (c *conn) readLoop(r io.Reader) {
 		delete(c.waiting, id)
 		c.mu.Unlock()
 		if ch != nil {
-			ch <- line[sp+1:]
+			ch <- append([]byte(nil), line[sp+1:]...)
 		}
-	}
-}
-
-func (c *conn) send(ctx context.Context, id int, line []byte) ([]byte, error) {
-	ch := make(chan []byte, 1)
-	c.mu.Lock()
-	c.waiting[id] = ch
-	c.mu.Unlock()
-	c.wmu.Lock()
-	_, err := c.stdin.Write(line)
-	c.wmu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case reply := <-ch:
-		return reply, nil
-	case <-c.done:
-		return nil, fmt.Errorf("floor child exited")
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 
@@ -111,19 +116,59 @@ func (c *conn) Echo(ctx context.Context, text string) (string, error) {
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID
+	var ch chan []byte
+	if !c.direct {
+		ch = make(chan []byte, 1)
+		c.waiting[id] = ch
+	}
 	c.mu.Unlock()
 	line := make([]byte, 0, 32+len(text))
 	line = strconv.AppendInt(line, int64(id), 10)
 	line = append(line, ' ')
 	line = append(line, text...)
 	line = append(line, '\n')
-	reply, err := c.send(ctx, id, line)
-	return string(reply), err
+	c.wmu.Lock()
+	_, err := c.stdin.Write(line)
+	c.wmu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	if c.direct {
+		reply, err := c.readLine()
+		if err != nil {
+			return "", err
+		}
+		sp := bytes.IndexByte(reply, ' ')
+		if sp < 0 || string(reply[:sp]) != strconv.Itoa(id) {
+			return "", fmt.Errorf("reply %q is not for %d", reply, id)
+		}
+		return string(reply[sp+1:]), nil
+	}
+	select {
+	case reply := <-ch:
+		return string(reply), nil
+	case <-c.done:
+		return "", fmt.Errorf("floor child exited")
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
+// Blob asks for a line of n bytes; only the sequential scenarios use it.
 func (c *conn) Blob(ctx context.Context, n int) (string, error) {
-	reply, err := c.send(ctx, -1, []byte("B"+strconv.Itoa(n)+"\n"))
-	return string(reply), err
+	if !c.direct {
+		return "", driver.ErrUnsupported
+	}
+	if _, err := c.stdin.Write([]byte("B" + strconv.Itoa(n) + "\n")); err != nil {
+		return "", err
+	}
+	reply, err := c.readLine()
+	if err != nil || len(reply) == 0 {
+		return "", err
+	}
+	// The caller checks the reply before the next call, so the reused
+	// buffer can be lent without a copy.
+	return unsafe.String(&reply[0], len(reply)), nil
 }
 
 func (c *conn) Ask(ctx context.Context, q string) (string, error) {

@@ -25,7 +25,7 @@ import (
 )
 
 func main() {
-	rounds := flag.Int("rounds", 3, "interleaved rounds (at least 3 for the report)")
+	rounds := flag.Int("rounds", 5, "interleaved rounds (at least 3 for the report)")
 	scale := flag.Float64("scale", 1, "multiplies the number of calls in every case")
 	out := flag.String("out", "results", "directory for the raw results and the report")
 	only := flag.String("only", "", "comma-separated client names to run (default all)")
@@ -52,9 +52,12 @@ func main() {
 	}
 	cases := harness.Cases(*scale)
 
-	check(os.MkdirAll(filepath.Join(root, *out), 0o755))
+	if !filepath.IsAbs(*out) {
+		*out = filepath.Join(root, *out)
+	}
+	check(os.MkdirAll(*out, 0o755))
 	stamp := time.Now().UTC().Format("20060102T150405Z")
-	rawPath := filepath.Join(root, *out, "raw-"+stamp+".jsonl")
+	rawPath := filepath.Join(*out, "raw-"+stamp+".jsonl")
 	raw, err := os.Create(rawPath)
 	check(err)
 	defer raw.Close()
@@ -102,9 +105,9 @@ func main() {
 		failures:  failures,
 		versions:  versions(p),
 		machine:   machine(),
-		rawResult: filepath.Join(*out, filepath.Base(rawPath)),
+		rawResult: rawPath,
 	})
-	mdPath := filepath.Join(root, *out, "compare.md")
+	mdPath := filepath.Join(*out, "compare.md")
 	check(os.WriteFile(mdPath, []byte(report), 0o644))
 	fmt.Print(report)
 	fmt.Fprintf(os.Stderr, "report: %s\nraw results: %s\n", mdPath, rawPath)

@@ -227,7 +227,7 @@ func render(results map[string]map[string][]driver.Result, clients []string, inf
 			fmt.Fprintf(&b, "  - %s\n", firstLine(f))
 		}
 	}
-	fmt.Fprintf(&b, "- Raw results, one JSON line per run: `bench/%s`.\n", info.rawResult)
+	fmt.Fprintf(&b, "- Raw results, one JSON line per run: `%s`.\n", info.rawResult)
 	return b.String()
 }
 
