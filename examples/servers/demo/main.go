@@ -6,7 +6,9 @@
 // It serves one protocol era, chosen by flag, over stdio:
 //
 //	demo --era legacy   # initialize handshake, 2024-11-05 … 2025-11-25;
-//	                    # the server asks with elicitation/create requests
+//	                    # the server asks with elicitation/create requests,
+//	                    # and answers server/discover -32601 as a server
+//	                    # written before 2026-07-28 does
 //	demo --era modern   # 2026-07-28: server/discover, per-request _meta;
 //	                    # the server asks by returning input_required
 //
@@ -40,6 +42,8 @@ func main() {
 	era := flag.String("era", "modern", "protocol era to serve: legacy (initialize, 2024-11-05…2025-11-25) or modern (2026-07-28)")
 	stepDelay := flag.Duration("step-delay", 300*time.Millisecond, "default pause between two progress steps of the count tool")
 	verbose := flag.Bool("verbose", false, "log the server's activity on stderr")
+	sdkDiscover := flag.Bool("sdk-discover", false, "with --era legacy, let the SDK answer server/discover with -32022 and its legacy versions, instead of -32601 as a server written before 2026-07-28 does")
+	churn := flag.Duration("churn", 0, "if set, toggle the bonus tool, prompt and resource and touch demo://counter at this interval, so that listeners see changes")
 	flag.Parse()
 
 	var versions []string
@@ -78,7 +82,14 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := server.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+	if *churn > 0 {
+		go d.churn(ctx, *churn)
+	}
+	var t mcp.Transport = &mcp.StdioTransport{}
+	if *era == "legacy" && !*sdkDiscover {
+		t = preDiscoverTransport{t}
+	}
+	if err := server.Run(ctx, t); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
@@ -320,4 +331,19 @@ func (d *demo) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.Compl
 		values = []string{}
 	}
 	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
+}
+
+// churn changes the server's lists and demo://counter every interval.
+func (d *demo) churn(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _, _ = d.toggleTool(ctx, nil, noArgs{})
+			_, _, _ = d.touchTool(ctx, nil, noArgs{})
+		}
+	}
 }

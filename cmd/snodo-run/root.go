@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/snodo/snodo/runtime"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// app is one invocation: its streams, flags and, once a command runs, its
+// resolved settings.
+type app struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+
+	root       *cobra.Command
+	configFlag string
+	serverArgv []string // after --
+	settings   *settings
+	logger     *slog.Logger
+	progress   *progressView
+}
+
+// stdinReader is what jsonArg reads for "@-".
+var stdinReader io.Reader = os.Stdin
+
+func readAllStdin() ([]byte, error) { return io.ReadAll(stdinReader) }
+
+// run runs snodo-run with args and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	stdinReader = stdin
+	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	// Everything after the first "--" is the server command.
+	for i, arg := range args {
+		if arg == "--" {
+			a.serverArgv = args[i+1:]
+			args = args[:i]
+			break
+		}
+	}
+	a.root = a.newRoot()
+	a.root.SetArgs(args)
+	a.root.SetIn(stdin)
+	a.root.SetOut(stdout)
+	a.root.SetErr(stderr)
+	err := a.root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ce *cliError
+	if !errors.As(err, &ce) && !isRuntimeError(err) {
+		// cobra's own errors: unknown command or flag, wrong arguments.
+		err = &cliError{code: exitUsage, kind: "usage", err: fmt.Errorf("%v (see %s --help)", err, commandPath(a.root, args))}
+	}
+	return reportError(stderr, err)
+}
+
+// commandPath is the command line's command, for "see … --help".
+func commandPath(root *cobra.Command, args []string) string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return root.Name()
+	}
+	return cmd.CommandPath()
+}
+
+const rootLong = `snodo-run starts an MCP server, answers what it asks of the client
+(elicitation, sampling, roots) with sandboxed WebAssembly handlers, and does
+what you ask: list and call tools, read resources, get prompts, complete
+arguments, listen for changes, or send any request. It speaks both protocol
+eras: the initialize handshake (2024-11-05 … 2025-11-25) and 2026-07-28.
+
+The server is the command after --, or --server NAME from the config file's
+mcpServers map, or server.command in the config file.
+
+Settings come from flags, then SNODO_* environment variables (SNODO_TIMEOUT,
+SNODO_PROTOCOL, SNODO_SERVER_COMMAND, …), then the config file (--config, or
+snodo.yaml/.toml/.json in the working directory or in the user's config
+directory under snodo/), then defaults.
+
+Results go to stdout as JSON (--output json or pretty) or as text for people
+(--output text). Errors go to stderr as one JSON object:
+  {"error":{"kind":"…","code":…,"message":"…","data":…},"exitCode":N}
+
+` + exitCodesHelp
+
+func (a *app) newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "snodo-run [flags] COMMAND [args] -- SERVER [SERVER ARGS…]",
+		Short: "Run an MCP server with sandboxed Wasm handlers and talk to it",
+		Long:  rootLong,
+		Example: `  # Call a tool; a Wasm module answers the server's elicitation
+  snodo-run --handler elicit.wasm tools call register -- ./demo --era modern
+
+  # List the tools of a server from a desktop host's mcpServers config
+  snodo-run --config claude_desktop_config.json --server everything tools list --output text`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           version,
+		PersistentPreRunE: a.prepare,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+	}
+	root.SetVersionTemplate("snodo-run {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &cliError{code: exitUsage, kind: "usage", err: err}
+	})
+	f := root.PersistentFlags()
+	f.StringVar(&a.configFlag, "config", "", "config file (YAML, TOML or JSON); default snodo.{yaml,toml,json} in . or the user config dir")
+	f.String("server", "", "start the server NAME of the config file's mcpServers map")
+	f.StringArray("handler", nil, "`[METHOD=]FILE.wasm` answers METHOD (comma-separated list; default: what the module declares); repeatable")
+	f.StringArray("handler-config", nil, "`[MODULE=]JSON|@FILE` configuration of the handler modules (MODULE: a module's file name without .wasm); repeatable")
+	f.String("progress", "", "`FILE.wasm` consumes progress notifications (takes precedence over the progress display)")
+	f.String("subscriber", "", "`FILE.wasm` consumes the events of listen")
+	f.Int("max-server-requests", runtime.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
+	f.Int("max-line-bytes", 16<<20, "longest line accepted from the server")
+	f.Duration("timeout", 60*time.Second, "request timeout, a Go duration (30s, 2m)")
+	f.String("protocol", "auto", "protocol: auto, legacy, modern, or a version such as 2025-06-18")
+	f.StringArray("env", nil, "`K=V` set in the server's environment; repeatable")
+	f.String("cd", "", "working directory of the server")
+	f.StringP("output", "o", "json", "output format: json, pretty or text")
+	f.BoolP("verbose", "v", false, "structured logs (log/slog) and progress lines on stderr")
+	f.Bool("server-stderr", false, "show the server's stderr (hidden by default; its tail is shown when it fails)")
+	f.Duration("shutdown-grace", runtime.DefaultShutdownGrace, "how long the server has to exit after stdin closes, and again after SIGTERM")
+	f.String("cache-dir", "", "compilation cache of Wasm modules; default the user cache dir")
+	f.StringArray("allow-tool", nil, "guard: only tools whose name matches this `PATTERN` (shell glob) may be listed or called; repeatable")
+	f.StringArray("deny-tool", nil, "guard: tools whose name matches this `PATTERN` may not be listed or called; repeatable")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "pretty", "text"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("protocol", cobra.FixedCompletions([]string{"auto", "legacy", "modern", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, cobra.ShellCompDirectiveNoFileComp))
+	for _, name := range []string{"handler", "progress", "subscriber"} {
+		_ = root.MarkPersistentFlagFilename(name, "wasm")
+	}
+	_ = root.MarkPersistentFlagFilename("config", "yaml", "yml", "toml", "json")
+
+	root.AddCommand(
+		a.discoverCmd(), a.toolsCmd(), a.resourcesCmd(), a.promptsCmd(), a.completeCmd(),
+		a.listenCmd(), a.callCmd(), a.handlersCmd(), a.versionCmd(),
+	)
+	return root
+}
+
+// prepare resolves the settings before any command runs.
+func (a *app) prepare(cmd *cobra.Command, _ []string) error {
+	if cmd.Name() == "version" || cmd.Name() == "help" || strings.HasPrefix(cmd.Name(), "__complete") ||
+		(cmd.Parent() != nil && cmd.Parent().Name() == "completion") {
+		return nil
+	}
+	v, err := newViper(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	file, fc, err := readConfigFile(v, a.configFlag)
+	if err != nil {
+		return err
+	}
+	s, err := resolve(v, fc, file, a.serverArgv)
+	if err != nil {
+		return err
+	}
+	a.settings = s
+	level := slog.LevelWarn
+	if s.verbose {
+		level = slog.LevelDebug
+	}
+	a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	s.runtime.Logger = a.logger
+	if v.GetBool(keyServerStderr) {
+		s.runtime.ServerStderr = a.stderr
+	}
+	if file != "" {
+		a.logger.Debug("config file", "path", file)
+	}
+	return nil
+}
+
+// isRuntimeError reports whether err came from the runtime or the client
+// rather than from cobra's parsing.
+func isRuntimeError(err error) bool {
+	var le *runtime.LoadError
+	return errors.As(err, &le) || errors.Is(err, context.Canceled) || isJSONRPC(err)
+}

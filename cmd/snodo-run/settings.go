@@ -1,0 +1,430 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/snodo/snodo/runtime"
+)
+
+// Settings keys. Each is a config-file key, a SNODO_ environment variable
+// (upper case, dots and dashes as underscores) and, for most, a flag.
+const (
+	keyServerName        = "server.name"
+	keyServerCommand     = "server.command"
+	keyServerArgs        = "server.args"
+	keyServerCd          = "server.cd"
+	keyHandler           = "handler"
+	keyHandlerConfig     = "handler_config"
+	keyProgress          = "progress"
+	keySubscriber        = "subscriber"
+	keyMaxServerRequests = "max_server_requests"
+	keyMaxLineBytes      = "max_line_bytes"
+	keyTimeout           = "timeout"
+	keyProtocol          = "protocol"
+	keyEnv               = "env"
+	keyCd                = "cd"
+	keyOutput            = "output"
+	keyVerbose           = "verbose"
+	keyServerStderr      = "server_stderr"
+	keyShutdownGrace     = "shutdown_grace"
+	keyCacheDir          = "cache_dir"
+	keyAllowTools        = "guard.allow"
+	keyDenyTools         = "guard.deny"
+)
+
+// configFileName is the config file looked for in the working directory
+// and in os.UserConfigDir()/snodo, with any extension viper reads
+// (.yaml, .yml, .toml, .json).
+const configFileName = "snodo"
+
+// settings is the resolved configuration of one snodo-run invocation.
+type settings struct {
+	runtime    runtime.Config
+	output     string
+	verbose    bool
+	allow      []string
+	deny       []string
+	configFile string // the file read, if any
+}
+
+// fileConfig is the part of the config file whose map keys are names that
+// viper would lower-case (server names, environment variables, module
+// names): it is decoded from the file directly, case preserved.
+type fileConfig struct {
+	MCPServers map[string]mcpServer `json:"mcpServers"`
+	Server     struct {
+		Env map[string]*string `json:"env"`
+	} `json:"server"`
+	Modules map[string]moduleSettings `json:"modules"`
+}
+
+// mcpServer is one entry of the de facto standard mcpServers map that
+// desktop MCP hosts write.
+type mcpServer struct {
+	Command string             `json:"command"`
+	Args    []string           `json:"args"`
+	Env     map[string]*string `json:"env"`
+	Cwd     string             `json:"cwd"`
+}
+
+// moduleSettings are a Wasm module's settings, by module name (its file's
+// base name without .wasm).
+type moduleSettings struct {
+	Config      json.RawMessage `json:"config"`
+	SHA256      string          `json:"sha256"`
+	Timeout     string          `json:"timeout"`
+	Trusted     bool            `json:"trusted"`
+	MemoryLimit int64           `json:"memory_limit"`
+	MaxOutput   int             `json:"max_output"`
+	Methods     []string        `json:"methods"`
+	Grants      struct {
+		Mounts []struct {
+			Host     string `json:"host"`
+			Guest    string `json:"guest"`
+			ReadOnly bool   `json:"read_only"`
+		} `json:"mounts"`
+		Env    []string `json:"env"`
+		Clock  bool     `json:"clock"`
+		Random bool     `json:"random"`
+	} `json:"grants"`
+}
+
+// newViper returns a viper bound to the flags: flags > SNODO_ environment >
+// config file > defaults.
+func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
+	v := viper.New()
+	v.SetEnvPrefix("SNODO")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
+	v.AutomaticEnv()
+	v.SetDefault(keyMaxServerRequests, runtime.DefaultMaxServerRequests)
+	v.SetDefault(keyMaxLineBytes, 16<<20)
+	v.SetDefault(keyTimeout, "60s")
+	v.SetDefault(keyProtocol, "auto")
+	v.SetDefault(keyOutput, "json")
+	v.SetDefault(keyShutdownGrace, runtime.DefaultShutdownGrace.String())
+	for key, flag := range map[string]string{
+		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
+		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
+		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyProtocol: "protocol", keyEnv: "env",
+		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
+		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
+	} {
+		if f := flags.Lookup(flag); f != nil {
+			if err := v.BindPFlag(key, f); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return v, nil
+}
+
+// readConfigFile reads the config file into v: the one named by --config
+// (or SNODO_CONFIG), else snodo.{yaml,yml,toml,json} in the working
+// directory, else in the user's config directory. It returns the file read
+// ("" when none) and its case-preserving part.
+func readConfigFile(v *viper.Viper, explicit string) (string, fileConfig, error) {
+	var fc fileConfig
+	if explicit == "" {
+		explicit = os.Getenv("SNODO_CONFIG")
+	}
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", fc, configErr("config file %s: %v", explicit, errors.Unwrap(err))
+		}
+		v.SetConfigFile(explicit)
+	} else {
+		v.SetConfigName(configFileName)
+		v.AddConfigPath(".")
+		if dir, err := os.UserConfigDir(); err == nil {
+			v.AddConfigPath(filepath.Join(dir, "snodo"))
+		}
+	}
+	if err := v.ReadInConfig(); err != nil {
+		var notFound viper.ConfigFileNotFoundError
+		if errors.As(err, &notFound) {
+			return "", fc, nil
+		}
+		return "", fc, configErr("config file %s is malformed: %v", v.ConfigFileUsed(), err)
+	}
+	file := v.ConfigFileUsed()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return "", fc, configErr("config file %s: %v", file, err)
+	}
+	if err := decodeFile(file, raw, &fc); err != nil {
+		return "", fc, configErr("config file %s is malformed: %v", file, err)
+	}
+	return file, fc, nil
+}
+
+// decodeFile decodes a YAML, TOML or JSON config file into fc, by way of
+// JSON so that one set of struct tags serves the three formats.
+func decodeFile(name string, raw []byte, fc *fileConfig) error {
+	var m map[string]any
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".toml":
+		if err := toml.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+	case ".json":
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+	default:
+		if err := yaml.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(fc); err != nil {
+		return fmt.Errorf("%v", err)
+	}
+	return nil
+}
+
+// resolve turns the viper settings and the command line's server command
+// (after --) into settings.
+func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string) (*settings, error) {
+	s := &settings{configFile: file}
+	rc := &s.runtime
+
+	s.output = v.GetString(keyOutput)
+	switch s.output {
+	case "json", "pretty", "text":
+	default:
+		return nil, usageErr("--output must be json, pretty or text, not %q", s.output)
+	}
+	s.verbose = v.GetBool(keyVerbose)
+	s.allow = v.GetStringSlice(keyAllowTools)
+	s.deny = v.GetStringSlice(keyDenyTools)
+	for _, p := range append(slices.Clone(s.allow), s.deny...) {
+		if _, err := filepath.Match(p, ""); err != nil {
+			return nil, usageErr("bad tool name pattern %q: %v", p, err)
+		}
+	}
+
+	var err error
+	if rc.Timeout, err = duration(v, keyTimeout); err != nil {
+		return nil, err
+	}
+	if rc.ShutdownGrace, err = duration(v, keyShutdownGrace); err != nil {
+		return nil, err
+	}
+	rc.MaxServerRequests = v.GetInt(keyMaxServerRequests)
+	if rc.MaxServerRequests < 1 {
+		return nil, usageErr("max_server_requests must be at least 1, not %q", v.GetString(keyMaxServerRequests))
+	}
+	rc.MaxLineBytes = v.GetInt(keyMaxLineBytes)
+	if rc.MaxLineBytes < 1024 {
+		return nil, usageErr("max_line_bytes must be at least 1024, not %q", v.GetString(keyMaxLineBytes))
+	}
+	rc.Protocol = v.GetString(keyProtocol)
+	if err := runtime.CheckProtocol(rc.Protocol); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	rc.CacheDir = v.GetString(keyCacheDir)
+
+	if err := resolveServer(v, fc, serverArgv, &rc.Server); err != nil {
+		return nil, err
+	}
+	if err := resolveModules(v, fc, rc); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func duration(v *viper.Viper, key string) (time.Duration, error) {
+	raw := v.GetString(key)
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 0 {
+		return 0, usageErr("%s must be a Go duration such as 30s or 2m, not %q", key, raw)
+	}
+	return d, nil
+}
+
+// resolveServer picks the server: the command after --, else --server NAME
+// from the config file's mcpServers, else server.command.
+func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Server) error {
+	name := v.GetString(keyServerName)
+	switch {
+	case len(argv) > 0:
+		srv.Command, srv.Args = argv[0], argv[1:]
+		srv.Env = envVars(fc.Server.Env)
+		srv.Dir = v.GetString(keyServerCd)
+	case name != "":
+		entry, ok := fc.MCPServers[name]
+		if !ok {
+			names := make([]string, 0, len(fc.MCPServers))
+			for n := range fc.MCPServers {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			if len(names) == 0 {
+				return configErr("no server named %q: the config file has no mcpServers", name)
+			}
+			return configErr("no server named %q in mcpServers (have: %s)", name, strings.Join(names, ", "))
+		}
+		if entry.Command == "" {
+			return configErr("mcpServers.%s has no command", name)
+		}
+		srv.Command, srv.Args, srv.Dir = entry.Command, entry.Args, entry.Cwd
+		srv.Env = envVars(entry.Env)
+	default:
+		srv.Command = v.GetString(keyServerCommand)
+		srv.Args = v.GetStringSlice(keyServerArgs)
+		srv.Env = envVars(fc.Server.Env)
+		srv.Dir = v.GetString(keyServerCd)
+	}
+	for _, kv := range v.GetStringSlice(keyEnv) {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErr("--env wants K=V, not %q", kv)
+		}
+		srv.Env = append(srv.Env, runtime.EnvVar{Name: k, Value: val})
+	}
+	if cd := v.GetString(keyCd); cd != "" {
+		srv.Dir = cd
+	}
+	return nil
+}
+
+// envVars turns an env map (a null value unsets) into changes, sorted by
+// name so that runs are reproducible.
+func envVars(m map[string]*string) []runtime.EnvVar {
+	out := make([]runtime.EnvVar, 0, len(m))
+	for k, val := range m {
+		if val == nil {
+			out = append(out, runtime.EnvVar{Name: k, Unset: true})
+		} else {
+			out = append(out, runtime.EnvVar{Name: k, Value: *val})
+		}
+	}
+	slices.SortFunc(out, func(a, b runtime.EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// moduleName is the name a module file goes by in logs, errors and the
+// config file's modules map.
+func moduleName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".wasm")
+}
+
+// resolveModules builds the handler, progress and subscriber modules from
+// handler ([METHOD=]FILE…), progress, subscriber, handler_config and the
+// config file's modules map.
+func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config) error {
+	configs := map[string]json.RawMessage{} // by module name; "" for all
+	for _, hc := range v.GetStringSlice(keyHandlerConfig) {
+		name, value := "", hc
+		if n, rest, ok := strings.Cut(hc, "="); ok && !strings.ContainsAny(n, "{[\"@ ") {
+			name, value = n, rest
+		}
+		raw, err := jsonArg(value)
+		if err != nil {
+			return usageErr("--handler-config %s: %v", hc, err)
+		}
+		configs[name] = raw
+	}
+	module := func(path string) (runtime.ModuleConfig, []string, error) {
+		name := moduleName(path)
+		mc := runtime.ModuleConfig{Name: name, Path: path}
+		ms, ok := fc.Modules[name]
+		var methods []string
+		if ok {
+			mc.Config, mc.SHA256, mc.Trusted = ms.Config, ms.SHA256, ms.Trusted
+			mc.MemoryLimit, mc.MaxOutput = ms.MemoryLimit, ms.MaxOutput
+			if ms.Timeout != "" {
+				d, err := time.ParseDuration(ms.Timeout)
+				if err != nil {
+					return mc, nil, configErr("modules.%s.timeout must be a Go duration, not %q", name, ms.Timeout)
+				}
+				mc.Timeout = d
+			}
+			for _, m := range ms.Grants.Mounts {
+				if m.Host == "" {
+					return mc, nil, configErr("modules.%s.grants.mounts: a mount needs host", name)
+				}
+				mc.Grants.Mounts = append(mc.Grants.Mounts, runtime.Mount{HostDir: m.Host, GuestPath: m.Guest, ReadOnly: m.ReadOnly})
+			}
+			mc.Grants.Env, mc.Grants.Clock, mc.Grants.Random = ms.Grants.Env, ms.Grants.Clock, ms.Grants.Random
+			methods = ms.Methods
+		}
+		if raw, ok := configs[""]; ok {
+			mc.Config = raw
+		}
+		if raw, ok := configs[name]; ok {
+			mc.Config = raw
+		}
+		return mc, methods, nil
+	}
+	for _, h := range v.GetStringSlice(keyHandler) {
+		path, methods := h, []string(nil)
+		if m, p, ok := strings.Cut(h, "="); ok {
+			methods, path = strings.Split(m, ","), p
+		}
+		if path == "" {
+			return usageErr("--handler wants [METHOD=]FILE.wasm, not %q", h)
+		}
+		mc, declared, err := module(path)
+		if err != nil {
+			return err
+		}
+		if methods == nil {
+			methods = declared
+		}
+		rc.Handlers = append(rc.Handlers, runtime.Handler{ModuleConfig: mc, Methods: methods})
+	}
+	if p := v.GetString(keyProgress); p != "" {
+		mc, _, err := module(p)
+		if err != nil {
+			return err
+		}
+		rc.Progress = &mc
+	}
+	if p := v.GetString(keySubscriber); p != "" {
+		mc, _, err := module(p)
+		if err != nil {
+			return err
+		}
+		rc.Subscriber = &mc
+	}
+	return nil
+}
+
+// jsonArg reads a JSON value given inline or as @FILE ("@-" is stdin).
+func jsonArg(value string) (json.RawMessage, error) {
+	raw := []byte(value)
+	if strings.HasPrefix(value, "@") {
+		var err error
+		if value == "@-" {
+			raw, err = readAllStdin()
+		} else {
+			raw, err = os.ReadFile(value[1:])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	raw = bytes.TrimSpace(raw)
+	if !json.Valid(raw) {
+		return nil, errors.New("not valid JSON")
+	}
+	return json.RawMessage(raw), nil
+}

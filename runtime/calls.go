@@ -1,0 +1,113 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/snodo/snodo"
+)
+
+// Call runs one client call with progress: each progress notification of
+// the call goes to the progress module when there is one, else to show
+// (which may be nil). call receives the context and options to pass to the
+// client's method.
+//
+// When the progress module answers "cancel" or fails, the call is
+// cancelled on the server and Call returns the module's error (a handler
+// error, -32603). A connection error is explained with the server's exit
+// status and stderr tail (see Explain).
+func (r *Runtime) Call(ctx context.Context, show func(snodo.Progress), call func(ctx context.Context, opts ...snodo.CallOption) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var opts []snodo.CallOption
+	switch {
+	case r.progress != nil:
+		consume := r.progress.ProgressFunc(ctx)
+		opts = append(opts, snodo.WithProgress(func(p snodo.Progress) {
+			if ctx.Err() != nil {
+				return
+			}
+			params, err := json.Marshal(p)
+			if err == nil {
+				err = consume(params)
+			}
+			if err != nil {
+				r.log.Debug("progress module stopped the call", "module", r.progress.Name(), "error", err)
+				cancel(err)
+			}
+		}))
+	case show != nil:
+		opts = append(opts, snodo.WithProgress(show))
+	}
+	err := call(ctx, opts...)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if err != nil {
+		return r.Explain(err)
+	}
+	return nil
+}
+
+// Listen opens a subscription with filter and hands each event to the
+// subscriber module when there is one, else to each (nil drops them). It returns the filter
+// the server accepted through accepted (called once, before the first
+// event), and ends when ctx ends (nil error), the server ends the stream
+// (nil), the subscriber module stops it (nil, or its error if it failed),
+// each returns an error, or the connection goes (a -32000 error).
+func (r *Runtime) Listen(ctx context.Context, filter snodo.SubscriptionFilter, accepted func(snodo.SubscriptionFilter), each func(snodo.Event) error) error {
+	got, sub, err := r.client.Listen(ctx, filter)
+	if err != nil {
+		return r.Explain(err)
+	}
+	defer sub.Close()
+	if accepted != nil {
+		accepted(got)
+	}
+	// A legacy subscription does not see the connection end; watch it.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-r.conn.Done():
+			sub.Close()
+		case <-done:
+		}
+	}()
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				if connErr := r.conn.Err(); connErr != nil && ctx.Err() == nil {
+					return r.Explain(connErr)
+				}
+				return nil
+			}
+			return r.Explain(err)
+		}
+		if r.subscriber != nil {
+			stop, err := r.subscriber.ConsumeEvent(ctx, ev.Method, ev.Params)
+			if err != nil {
+				return err
+			}
+			if stop {
+				r.log.Debug("subscriber module ended the subscription", "module", r.subscriber.Name())
+				return nil
+			}
+			continue
+		}
+		if each != nil {
+			if err := each(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// HasProgressModule reports whether progress goes to a Wasm module.
+func (r *Runtime) HasProgressModule() bool { return r.progress != nil }
+
+// HasSubscriber reports whether events go to a Wasm module.
+func (r *Runtime) HasSubscriber() bool { return r.subscriber != nil }

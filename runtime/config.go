@@ -1,0 +1,128 @@
+package runtime
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/handlers/wasm"
+)
+
+// Defaults of Config.
+const (
+	// DefaultShutdownGrace is how long a server has to exit after its stdin
+	// is closed, before SIGTERM; and again after SIGTERM, before SIGKILL.
+	DefaultShutdownGrace = 2 * time.Second
+	// DefaultMaxServerRequests is the default of Config.MaxServerRequests.
+	DefaultMaxServerRequests = snodo.DefaultMaxServerRequests
+	// DefaultStderrTail is how many bytes of the server's stderr are kept
+	// for the error that reports a server that exited.
+	DefaultStderrTail = 4096
+)
+
+// ModuleConfig, Grants and Mount say which Wasm module to load and what its
+// sandbox lets through (see package handlers/wasm).
+type (
+	ModuleConfig = wasm.ModuleConfig
+	Grants       = wasm.Grants
+	Mount        = wasm.Mount
+)
+
+// Config is everything a running client is made of. It is a plain value:
+// the snodo-run command builds one from its flags, environment and config
+// file; a Go program builds one directly.
+type Config struct {
+	// Server is the MCP server to start.
+	Server Server
+
+	// Handlers are the Wasm modules that answer what the server asks of
+	// the client (elicitation/create, sampling/createMessage, roots/list).
+	Handlers []Handler
+
+	// Native are Go handlers by method; they take precedence over Wasm
+	// modules for the same method.
+	Native map[string]snodo.Handler
+
+	// Progress is a Wasm module that consumes the progress notifications of
+	// calls made with progress; nil means none. Its "cancel" answer, or its
+	// failure, cancels the call on the server.
+	Progress *ModuleConfig
+
+	// Subscriber is a Wasm module that consumes the events of a
+	// subscription (Runtime.Listen); nil means none. It can end the
+	// subscription.
+	Subscriber *ModuleConfig
+
+	// MaxServerRequests is the one concurrency limit shared by the requests
+	// a legacy server sends and the input requests of a 2026-07-28 server:
+	// the most handler calls running at once, and the most instances of
+	// each Wasm module (default 16).
+	MaxServerRequests int
+
+	// MaxLineBytes is the longest line accepted from the server (default
+	// 16 MiB).
+	MaxLineBytes int
+
+	// Timeout is the default timeout of each request (default 60 s).
+	Timeout time.Duration
+
+	// Protocol is "auto" (or ""), "legacy", "modern", or one protocol
+	// version such as "2025-06-18".
+	Protocol string
+
+	// ClientInfo is the name and version the client reports; the zero value
+	// means Snodo's.
+	ClientInfo snodo.Implementation
+
+	// ServerStderr receives the server's stderr as it is written; nil
+	// discards it. The last DefaultStderrTail bytes are kept either way,
+	// for the error that reports a server that exited.
+	ServerStderr io.Writer
+
+	// OnLog receives the server's log messages; it must not block.
+	OnLog func(snodo.LogMessage)
+
+	// OnNotification receives the server's other notifications (such as
+	// list changes on a legacy connection); it must not block.
+	OnNotification func(method string, params json.RawMessage)
+
+	// Logger receives the runtime's own structured logs; nil discards them.
+	Logger *slog.Logger
+
+	// ShutdownGrace is how long the server has to exit after its stdin is
+	// closed before it is sent SIGTERM, and after SIGTERM before SIGKILL
+	// (default 2 s each).
+	ShutdownGrace time.Duration
+
+	// CacheDir is where compiled Wasm modules are cached across runs; ""
+	// means the user's cache directory (see wasm.DefaultCacheDir).
+	CacheDir string
+}
+
+// Server is the MCP server to start as a child process, run directly (never
+// through a shell), as the leader of its own process group.
+type Server struct {
+	Command string
+	Args    []string
+	// Env changes the inherited environment, in order.
+	Env []EnvVar
+	// Dir is the working directory; "" means the current one.
+	Dir string
+}
+
+// EnvVar is one change to the server's environment: Name set to Value, or
+// removed when Unset.
+type EnvVar struct {
+	Name, Value string
+	Unset       bool
+}
+
+// Handler is a Wasm module that answers server requests.
+type Handler struct {
+	ModuleConfig
+	// Methods are the methods the module answers for this client; empty
+	// means every method the module declares.
+	Methods []string
+}

@@ -1,0 +1,424 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport/stdio"
+)
+
+// Runtime is one running client: the server process and its stdio
+// connection, the client speaking the negotiated era, and the handler
+// modules answering the server. Start makes one; Close stops it all.
+type Runtime struct {
+	cfg    Config
+	log    *slog.Logger
+	conn   *stdio.Conn
+	client *snodo.Client
+	host   *wasm.Host
+
+	handlers   map[string]*wasm.Module // by method
+	progress   *wasm.Module
+	subscriber *wasm.Module
+
+	stderr     *tail
+	stderrDone chan struct{}
+	stderrR    *os.File
+
+	cancelConn context.CancelCauseFunc
+
+	failMu      sync.Mutex
+	lastFailure error // the last handler failure, for Runtime.HandlerFailure
+
+	closeOnce sync.Once
+	closeErr  error
+	exit      *os.ProcessState
+}
+
+// CheckProtocol reports whether p is a valid Config.Protocol.
+func CheckProtocol(p string) error {
+	switch p {
+	case "", "auto", "legacy", "modern":
+		return nil
+	}
+	if slices.Contains(snodo.SupportedVersions(), p) {
+		return nil
+	}
+	return fmt.Errorf("protocol must be auto, legacy, modern or one of %s, not %q", strings.Join(snodo.SupportedVersions(), ", "), p)
+}
+
+// LoadError is the error of Start for a handler module that cannot be
+// loaded: not found, not valid Wasm, not following the ABI, or pinned to
+// other bytes.
+type LoadError struct {
+	Module string // the module's name
+	Path   string
+	Err    error
+}
+
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("handler module %s (%s): %v", e.Module, e.Path, e.Err)
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Start loads the handler modules, starts the server in its own process
+// group, and connects the client in the era Config.Protocol asks for. ctx
+// bounds the start only; the Runtime runs until Close.
+//
+// A failure to load a module is a *LoadError. A server that cannot be
+// started, or that exits before answering, is a -32000 connection error
+// whose message ends with the tail of the server's stderr.
+func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
+	if err := CheckProtocol(cfg.Protocol); err != nil {
+		return nil, err
+	}
+	if cfg.Server.Command == "" {
+		return nil, errors.New("no server command: give one after --, or a server in the configuration")
+	}
+	if cfg.MaxServerRequests <= 0 {
+		cfg.MaxServerRequests = DefaultMaxServerRequests
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = snodo.DefaultTimeout
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, handlers: map[string]*wasm.Module{}}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	defer func() {
+		if err != nil {
+			_ = r.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := r.loadModules(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.startServer(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.connect(ctx); err != nil {
+		return nil, r.Explain(err)
+	}
+	return r, nil
+}
+
+// loadModules loads every module of the configuration in one Wasm host.
+func (r *Runtime) loadModules(ctx context.Context) error {
+	if len(r.cfg.Handlers) == 0 && r.cfg.Progress == nil && r.cfg.Subscriber == nil {
+		return nil
+	}
+	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: r.cfg.CacheDir, Logger: r.log})
+	if err != nil {
+		return err
+	}
+	r.host = host
+	load := func(mc ModuleConfig) (*wasm.Module, error) {
+		if mc.MaxInstances == 0 {
+			mc.MaxInstances = r.cfg.MaxServerRequests
+		}
+		m, err := host.Load(ctx, mc)
+		if err != nil {
+			name := mc.Name
+			if name == "" {
+				name = strings.TrimSuffix(baseName(mc.Path), ".wasm")
+			}
+			return nil, &LoadError{Module: name, Path: mc.Path, Err: err}
+		}
+		r.log.Debug("loaded wasm module", "module", m.Name(), "path", mc.Path, "manifest", m.Manifest())
+		return m, nil
+	}
+	for _, h := range r.cfg.Handlers {
+		m, err := load(h.ModuleConfig)
+		if err != nil {
+			return err
+		}
+		methods := h.Methods
+		if len(methods) == 0 {
+			methods = m.Manifest().Methods
+		}
+		if len(methods) == 0 {
+			return &LoadError{Module: m.Name(), Path: h.Path, Err: errors.New("the module answers no request method (it declares none)")}
+		}
+		for _, method := range methods {
+			if !abi.IsKnownMethod(method) {
+				return &LoadError{Module: m.Name(), Path: h.Path, Err: fmt.Errorf("unknown method %q (known: %s)", method, strings.Join(abi.KnownMethods, ", "))}
+			}
+			if !m.Manifest().Answers(method) {
+				return &LoadError{Module: m.Name(), Path: h.Path, Err: fmt.Errorf("the module does not declare %s (it declares %v)", method, m.Manifest().Methods)}
+			}
+			// A later module for the same method replaces an earlier one:
+			// flags come after the configuration file.
+			r.handlers[method] = m
+		}
+	}
+	if r.cfg.Progress != nil {
+		m, err := load(*r.cfg.Progress)
+		if err != nil {
+			return err
+		}
+		if !m.Manifest().Progress {
+			return &LoadError{Module: m.Name(), Path: r.cfg.Progress.Path, Err: errors.New(`the module does not consume progress (its manifest lacks "progress": true)`)}
+		}
+		r.progress = m
+	}
+	if r.cfg.Subscriber != nil {
+		m, err := load(*r.cfg.Subscriber)
+		if err != nil {
+			return err
+		}
+		if !m.Manifest().Events {
+			return &LoadError{Module: m.Name(), Path: r.cfg.Subscriber.Path, Err: errors.New(`the module does not consume subscription events (its manifest lacks "events": true)`)}
+		}
+		r.subscriber = m
+	}
+	return nil
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// startServer starts the server process with its stderr on a pipe of our
+// own, so that the tail is kept and a grandchild holding stderr open never
+// delays reaping the server.
+func (r *Runtime) startServer(ctx context.Context) error {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	r.stderr = newTail(DefaultStderrTail)
+	r.stderrR = pr
+	r.stderrDone = make(chan struct{})
+	var out io.Writer = r.stderr
+	if r.cfg.ServerStderr != nil {
+		out = io.MultiWriter(r.stderr, r.cfg.ServerStderr)
+	}
+	go func() {
+		defer close(r.stderrDone)
+		_, _ = io.Copy(out, pr)
+	}()
+
+	env := make([]stdio.EnvVar, 0, len(r.cfg.Server.Env))
+	for _, e := range r.cfg.Server.Env {
+		if e.Unset {
+			env = append(env, stdio.Unset(e.Name))
+		} else {
+			env = append(env, stdio.Set(e.Name, e.Value))
+		}
+	}
+	// The connection is owned by the Runtime, not by ctx: a cancelled call
+	// (Ctrl-C) must still be able to tell the server before Close.
+	connCtx, cancel := context.WithCancelCause(context.Background())
+	r.cancelConn = cancel
+	r.conn, err = stdio.Connect(connCtx, stdio.Config{
+		Command:           r.cfg.Server.Command,
+		Args:              r.cfg.Server.Args,
+		Env:               env,
+		Dir:               r.cfg.Server.Dir,
+		Stderr:            pw,
+		MaxLineBytes:      r.cfg.MaxLineBytes,
+		MaxServerRequests: r.cfg.MaxServerRequests,
+		SysProcAttr:       newGroupAttr(),
+	})
+	pw.Close() // the server has its copy
+	if err != nil {
+		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeConnectionClosed,
+			Message: fmt.Sprintf("cannot start the server %q", r.cfg.Server.Command), Cause: errors.Unwrap(err)}
+	}
+	r.log.Debug("server started", "command", r.cfg.Server.Command, "args", r.cfg.Server.Args, "pid", r.conn.Pid())
+	return nil
+}
+
+// connect opens the client over the connection, with every handler.
+func (r *Runtime) connect(ctx context.Context) error {
+	opts := []snodo.Option{
+		snodo.WithMaxServerRequests(r.cfg.MaxServerRequests),
+		snodo.WithDefaultTimeout(r.cfg.Timeout),
+	}
+	switch r.cfg.Protocol {
+	case "", "auto":
+	case "legacy":
+		opts = append(opts, snodo.WithEra(snodo.EraLegacy))
+	case "modern":
+		opts = append(opts, snodo.WithEra(snodo.EraModern))
+	default:
+		opts = append(opts, snodo.WithProtocolVersion(r.cfg.Protocol))
+	}
+	if r.cfg.ClientInfo.Name != "" {
+		opts = append(opts, snodo.WithClientInfo(r.cfg.ClientInfo))
+	}
+	if r.cfg.OnLog != nil {
+		opts = append(opts, snodo.WithLogHook(r.cfg.OnLog))
+	}
+	if r.cfg.OnNotification != nil {
+		opts = append(opts, snodo.WithNotificationHook(r.cfg.OnNotification))
+	}
+	for method, m := range r.handlers {
+		opts = append(opts, snodo.WithHandler(method, r.recording(m.Name(), m)))
+	}
+	for method, h := range r.cfg.Native {
+		opts = append(opts, snodo.WithHandler(method, r.recording(method, h)))
+	}
+	c, err := snodo.Connect(ctx, r.conn, opts...)
+	if err != nil {
+		return err
+	}
+	r.client = c
+	r.log.Debug("connected", "era", c.Era(), "version", c.ProtocolVersion(), "server", c.ServerInfo())
+	return nil
+}
+
+// recording wraps a handler so that its failures are remembered: a legacy
+// server turns a handler's -32603 into an error of its own, and the caller
+// should still learn that a handler failed.
+func (r *Runtime) recording(name string, h snodo.Handler) snodo.Handler {
+	return snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		res, err := h.HandleRequest(ctx, method, params)
+		if err != nil {
+			r.log.Debug("handler failed", "handler", name, "method", method, "error", err)
+			r.failMu.Lock()
+			r.lastFailure = err
+			r.failMu.Unlock()
+		} else {
+			r.log.Debug("handler answered", "handler", name, "method", method)
+		}
+		return res, err
+	})
+}
+
+// HandlerFailure returns the last error a handler answered the server with,
+// or nil. A call that fails after a handler failed most likely failed
+// because of it.
+func (r *Runtime) HandlerFailure() error {
+	r.failMu.Lock()
+	defer r.failMu.Unlock()
+	return r.lastFailure
+}
+
+// Client returns the connected client.
+func (r *Runtime) Client() *snodo.Client { return r.client }
+
+// Pid returns the server's process ID (also its process group ID).
+func (r *Runtime) Pid() int { return r.conn.Pid() }
+
+// StderrTail returns the last bytes the server wrote to stderr.
+func (r *Runtime) StderrTail() string {
+	if r.stderr == nil {
+		return ""
+	}
+	return r.stderr.String()
+}
+
+// Explain adds what is known about the server's end to a connection error
+// (-32000): its exit status, and the tail of its stderr, in the message and
+// as data {"exitCode", "stderr"}. Other errors are returned as they are.
+func (r *Runtime) Explain(err error) error {
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Kind != jsonrpc.KindTransport || je.Code != jsonrpc.CodeConnectionClosed {
+		return err
+	}
+	e := *je
+	data := map[string]any{}
+	if r.conn != nil {
+		// The server may still be on its way out; give it a moment.
+		wctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		state, _ := r.conn.Wait(wctx)
+		cancel()
+		if state != nil {
+			e.Message += fmt.Sprintf(" (server %s)", state)
+			data["exitCode"] = state.ExitCode()
+		}
+		select { // the rest of stderr, once the server's end is closed
+		case <-r.stderrDone:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if t := strings.TrimSpace(r.StderrTail()); t != "" {
+		e.Message += "; server stderr:\n" + t
+		data["stderr"] = t
+	}
+	if len(data) > 0 && len(e.Data) == 0 {
+		e.Data, _ = json.Marshal(data)
+	}
+	return &e
+}
+
+// Close closes the client and stops the server: stdin closed, then after
+// Config.ShutdownGrace SIGTERM to its process group, then after the same
+// grace SIGKILL; whatever the server started is stopped with it. Then the
+// Wasm host is closed. It returns the client's close error, if any.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() {
+		if r.client != nil {
+			r.closeErr = r.client.Close()
+		}
+		if r.conn != nil {
+			state, how := stopServer(ctx, r.conn, r.cfg.ShutdownGrace, r.cfg.ShutdownGrace, r.log)
+			r.exit = state
+			r.log.Debug("server stopped", "how", how, "state", state)
+		}
+		if r.cancelConn != nil {
+			r.cancelConn(nil)
+		}
+		if r.stderrDone != nil {
+			select {
+			case <-r.stderrDone:
+			case <-time.After(r.cfg.ShutdownGrace):
+				// A process outside the group holds stderr open.
+			}
+			r.stderrR.Close()
+		}
+		if r.host != nil {
+			_ = r.host.Close(ctx)
+		}
+	})
+	return r.closeErr
+}
+
+// ExitState returns the server's exit state once Close has stopped it.
+func (r *Runtime) ExitState() *os.ProcessState { return r.exit }
+
+// tail keeps the last n bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+func newTail(n int) *tail { return &tail{n: n} }
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.n {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.n:]...)
+	}
+	t.mu.Unlock()
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
