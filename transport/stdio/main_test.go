@@ -55,11 +55,11 @@ var scenarios = map[string]fakeserver.Scenario{
 			}
 		}
 	},
-	// longline answers the first request with a line of Args[0] MiB
+	// longline answers the first request with a line of Args[0] bytes
 	// (a response with that ID, padded), streamed, and echoes the rest.
 	"longline": func(s *fakeserver.Server) {
-		var mib int
-		fmt.Sscan(s.Args[0], &mib)
+		var size int64
+		fmt.Sscan(s.Args[0], &size)
 		first := true
 		for {
 			m, err := s.Read()
@@ -72,7 +72,7 @@ var scenarios = map[string]fakeserver.Scenario{
 			}
 			if first {
 				first = false
-				s.WriteFrom(longResponse(r.ID, int64(mib)<<20))
+				s.WriteFrom(longResponse(r.ID, size))
 				continue
 			}
 			s.Reply(r.ID, map[string]string{"ok": "after long line"})
@@ -144,7 +144,7 @@ func (r repeatReader) Read(p []byte) (int, error) {
 //	test/notify {method, params}: sends that notification, then replies
 //	test/ask {method, count}: sends count requests to the client, replies
 //	    at once, and relays each answer as test/answered {id, result, error}
-//	test/sleep {ms}: replies after ms milliseconds
+//	test/sleep {ms}: replies after ms milliseconds, unless cancelled
 //	test/exit {code}: exits without replying
 //	test/progress {count, intervalMs, forever}: sends progress for the
 //	    request's progress token, then replies
@@ -153,23 +153,47 @@ func (r repeatReader) Read(p []byte) (int, error) {
 //	test/end {sub, how}: ends a subscription by "response", "error" or
 //	    "cancelled"
 //
-// Each notification from the client is relayed as test/saw {method,
+// A "late" member in an answer from the client makes the server exit with
+// status 4 at EOF. Each notification from the client is relayed as test/saw {method,
 // params}, and each notifications/cancelled also as test/cancelled params.
+// sleepers are the script's test/sleep requests, by ID, so that a
+// notifications/cancelled can cut them short.
+var sleepers = struct {
+	sync.Mutex
+	m map[jsonrpc.ID]chan struct{}
+}{m: map[jsonrpc.ID]chan struct{}{}}
+
 func script(s *fakeserver.Server) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	late := false
 	for {
 		m, err := s.Read()
 		if err != nil {
+			wg.Wait()
+			if late {
+				os.Exit(4)
+			}
 			return
 		}
 		switch m := m.(type) {
 		case *jsonrpc.Notification:
 			if m.Method == "notifications/cancelled" {
+				var p struct {
+					RequestID jsonrpc.ID `json:"requestId"`
+				}
+				json.Unmarshal(m.Params, &p)
+				sleepers.Lock()
+				if ch := sleepers.m[p.RequestID]; ch != nil {
+					close(ch)
+					delete(sleepers.m, p.RequestID)
+				}
+				sleepers.Unlock()
 				s.Notify("test/cancelled", m.Params)
 			}
 			s.Notify("test/saw", map[string]any{"method": m.Method, "params": m.Params})
 		case *jsonrpc.Response:
+			late = late || bytes.Contains(m.Result, []byte(`"late"`))
 			s.Notify("test/answered", map[string]any{"id": m.ID, "result": m.Result, "error": m.Error})
 		case *jsonrpc.Request:
 			scriptRequest(s, m, &wg)
@@ -232,11 +256,18 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 			s.Send(&jsonrpc.Request{ID: jsonrpc.StringID(fmt.Sprintf("s%d", i)), Method: p.Method, Params: p.Params})
 		}
 	case "test/sleep":
+		cancelled := make(chan struct{})
+		sleepers.Lock()
+		sleepers.m[r.ID] = cancelled
+		sleepers.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(p.MS) * time.Millisecond)
-			s.Reply(r.ID, map[string]any{"slept": p.MS})
+			select {
+			case <-time.After(time.Duration(p.MS) * time.Millisecond):
+				s.Reply(r.ID, map[string]any{"slept": p.MS})
+			case <-cancelled:
+			}
 		}()
 	case "test/exit":
 		os.Exit(p.Code)

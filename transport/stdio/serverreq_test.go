@@ -1,0 +1,284 @@
+package stdio_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// answer is a relayed test/answered notification: what the server got back
+// for one of its requests.
+type answer struct {
+	ID     jsonrpc.ID      `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func answers(t *testing.T, ns []*jsonrpc.Notification) []answer {
+	t.Helper()
+	out := make([]answer, len(ns))
+	for i, n := range ns {
+		if err := json.Unmarshal(n.Params, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// "A caller that uses this transport directly without it gets -32601 for
+// every server-to-client request."
+func TestWithoutOnServerRequestEveryServerRequestGetsMethodNotFound(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	c := connect(t, cfg)
+	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 3}, transport.RequestOptions{})
+	for _, a := range answers(t, n.waitN(t, "test/answered", 3)) {
+		if a.Error == nil || a.Error.Code != jsonrpc.CodeMethodNotFound {
+			t.Fatalf("answer %+v, want -32601", a)
+		}
+	}
+}
+
+// ":on_server_request - a function of one argument that answers a request
+// the server sends to the client ... The connection process runs it in a
+// linked process, one per request, and writes the response it returns"
+func TestOnServerRequestAnswersEachServerRequest(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		switch req.ID.String() {
+		case "s0":
+			return json.RawMessage(`{"action":"accept"}`), nil
+		case "s1":
+			return nil, &jsonrpc.Error{Code: -32042, Message: "url needed", Data: json.RawMessage(`{"u":1}`)}
+		default:
+			return nil, errors.New("plain failure")
+		}
+	}
+	c := connect(t, cfg)
+	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 3}, transport.RequestOptions{})
+	got := map[string]answer{}
+	for _, a := range answers(t, n.waitN(t, "test/answered", 3)) {
+		got[a.ID.String()] = a
+	}
+	if a := got["s0"]; string(a.Result) != `{"action":"accept"}` {
+		t.Errorf("s0: %+v", a)
+	}
+	if a := got["s1"]; a.Error == nil || a.Error.Code != -32042 || a.Error.Message != "url needed" {
+		t.Errorf("s1: %+v", a)
+	}
+	if a := got["s2"]; a.Error == nil || a.Error.Code != jsonrpc.CodeInternalError || a.Error.Message != "plain failure" {
+		t.Errorf("s2: %+v", a)
+	}
+}
+
+// "a function that raises is answered with -32603."
+func TestServerRequestFunctionThatPanicsIsAnsweredInternalError(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		panic("handler bug")
+	}
+	c := connect(t, cfg)
+	call(t, c, "test/ask", map[string]any{"method": "sampling/createMessage", "count": 2}, transport.RequestOptions{})
+	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
+		if a.Error == nil || a.Error.Code != jsonrpc.CodeInternalError {
+			t.Fatalf("answer %+v, want -32603", a)
+		}
+	}
+	// The connection is unharmed.
+	call(t, c, "echo", nil, transport.RequestOptions{})
+}
+
+// ":max_server_requests - the most server-to-client requests whose handlers
+// run at once, default 16. A request over the limit is answered with -32603
+// without running the handler."
+func TestServerRequestOverLimitAnsweredWithoutRunningFunction(t *testing.T) {
+	n := newNotes()
+	release := make(chan struct{})
+	var ran atomic.Int32
+	cfg := config("script")
+	cfg.MaxServerRequests = 2
+	cfg.OnNotification = n.hook
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		ran.Add(1)
+		<-release
+		return json.RawMessage(`{"ran":true}`), nil
+	}
+	c := connect(t, cfg)
+	call(t, c, "test/ask", map[string]any{"method": "roots/list", "count": 5}, transport.RequestOptions{})
+	over := answers(t, n.waitN(t, "test/answered", 3))
+	for _, a := range over {
+		if a.Error == nil || a.Error.Code != jsonrpc.CodeInternalError {
+			t.Fatalf("answer over the limit %+v, want -32603", a)
+		}
+	}
+	if got := ran.Load(); got != 2 {
+		t.Fatalf("function ran %d times, want 2 (the limit)", got)
+	}
+	close(release)
+	all := answers(t, n.waitN(t, "test/answered", 5))
+	for _, a := range all[3:] {
+		if string(a.Result) != `{"ran":true}` {
+			t.Fatalf("answer %+v", a)
+		}
+	}
+}
+
+// "max_server_requests ... default 16": a flood of 10,000 server-to-client
+// requests never has more than 16 functions running, every request gets
+// exactly one answer, and memory stays bounded (no goroutine or buffer per
+// waiting request).
+func TestFloodOfServerRequestsBoundedByDefaultLimit(t *testing.T) {
+	const flood = 10000
+	n := newNotes()
+	var running, peak, ran atomic.Int64
+	var peakGoroutines atomic.Int64
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		now := running.Add(1)
+		defer running.Add(-1)
+		ran.Add(1)
+		for {
+			p := peak.Load()
+			if now <= p || peak.CompareAndSwap(p, now) {
+				break
+			}
+		}
+		if g := int64(runtime.NumGoroutine()); g > peakGoroutines.Load() {
+			peakGoroutines.Store(g)
+		}
+		runtime.Gosched()
+		return json.RawMessage(`{}`), nil
+	}
+	base := runtime.NumGoroutine()
+	c := connect(t, cfg)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	call(t, c, "test/ask", map[string]any{"method": "ping", "count": flood}, transport.RequestOptions{})
+	seen := make(map[string]int, flood)
+	okCount, overCount := 0, 0
+	for _, a := range answers(t, n.waitN(t, "test/answered", flood)) {
+		seen[a.ID.String()]++
+		switch {
+		case a.Error == nil:
+			okCount++
+		case a.Error.Code == jsonrpc.CodeInternalError:
+			overCount++
+		default:
+			t.Fatalf("answer %+v", a)
+		}
+	}
+	for i := range flood {
+		if k := seen[fmt.Sprintf("s%d", i)]; k != 1 {
+			t.Fatalf("request s%d answered %d times", i, k)
+		}
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	t.Logf("%d ran, %d answered -32603 over the limit; peak %d running, %d goroutines (base %d); heap %d→%d KiB",
+		okCount, overCount, peak.Load(), peakGoroutines.Load(), base, before.HeapAlloc>>10, after.HeapAlloc>>10)
+	if p := peak.Load(); p > 16 {
+		t.Fatalf("%d functions ran at once, want at most 16", p)
+	}
+	if int64(okCount) != ran.Load() {
+		t.Fatalf("%d success answers, %d runs", okCount, ran.Load())
+	}
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<20 {
+		t.Fatalf("heap grew by %d bytes during the flood", grown)
+	}
+	if g := peakGoroutines.Load(); g > int64(base)+16+16 {
+		t.Fatalf("%d goroutines during the flood (base %d): not bounded by the limit", g, base)
+	}
+}
+
+// "When the connection stops, through close/1 or the owner's exit, handlers
+// still running for server-to-client requests are killed and their answers
+// are not sent."
+func TestStopCancelsRunningServerRequestsAndDropsAnswers(t *testing.T) {
+	n := newNotes()
+	started := make(chan struct{}, 2)
+	cancelled := make(chan error, 2)
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cancelled <- context.Cause(ctx)
+		return json.RawMessage(`{"late":true}`), nil
+	}
+	c := connect(t, cfg)
+	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 2}, transport.RequestOptions{})
+	<-started
+	<-started
+	c.Close()
+	for range 2 {
+		if cause := <-cancelled; !errors.Is(cause, transport.ErrConnection) {
+			t.Fatalf("function's context ended with %v, want the connection's end", cause)
+		}
+	}
+	// The server exits with status 4 if a "late" answer reached it.
+	if state, _ := c.Wait(context.Background()); state.ExitCode() != 0 {
+		t.Fatalf("server ended with %v: an answer was sent after the connection stopped", state)
+	}
+}
+
+// A notifications/cancelled from the server naming a running
+// server-to-client request cancels that function's context, and no answer
+// is sent for it (MCP cancellation: the receiver does not respond).
+func TestServerCancellationCancelsRunningServerRequest(t *testing.T) {
+	n := newNotes()
+	cancelled := make(chan struct{})
+	var once sync.Once
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		if req.Method == "elicitation/create" {
+			<-ctx.Done()
+			once.Do(func() { close(cancelled) })
+			return json.RawMessage(`{"late":true}`), nil
+		}
+		return json.RawMessage(`{}`), nil
+	}
+	c := connect(t, cfg)
+	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 1}, transport.RequestOptions{})
+	call(t, c, "test/notify", map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": "s0", "reason": "user gave up"}}, transport.RequestOptions{})
+	<-cancelled
+	// A later request's answer arrives; s0's never does.
+	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
+	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
+		if string(a.Result) != `{}` {
+			t.Fatalf("cancelled request answered: %+v", a)
+		}
+	}
+}
+
+// SetInbound replaces the functions given at connect.
+func TestSetInboundReplacesFunctions(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	c := connect(t, cfg)
+	c.SetInbound(func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		return json.RawMessage(`{"from":"inbound"}`), nil
+	}, n.hook)
+	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 1}, transport.RequestOptions{})
+	if a := answers(t, n.waitN(t, "test/answered", 1))[0]; string(a.Result) != `{"from":"inbound"}` {
+		t.Fatalf("answer %+v", a)
+	}
+}
