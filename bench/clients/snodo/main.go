@@ -1,24 +1,38 @@
 // Command snodo is the benchmark client built with Snodo: the root package's
-// Client over the stdio transport (transport/stdio), with the elicitation
-// answered by a native Go handler. See internal/driver for the command line
-// and the scenarios.
+// Client over the stdio transport (transport/stdio). The elicitation is
+// answered by a native Go handler, or with --wasm FILE by a Wasm handler
+// module on Snodo's host (handlers/wasm: pooled instances, the default
+// per-call deadline on), configured with --wasm-config JSON. With
+// --wasm-answer TEXT the module answers TEXT instead of the message (a
+// module that answers from its configuration). See internal/driver for the
+// rest of the command line and the scenarios.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/bench/internal/driver"
+	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/transport/stdio"
+)
+
+var (
+	wasmPath   = flag.String("wasm", "", "answer elicitations with this Wasm handler module")
+	wasmConfig = flag.String("wasm-config", "", "the module's configuration (JSON)")
+	wasmAnswer = flag.String("wasm-answer", "", "the answer the module gives, if not the message")
 )
 
 func main() { driver.Main("snodo", connect) }
 
 type conn struct {
 	client *snodo.Client
+	module *wasm.Module
+	host   *wasm.Host
 }
 
 // answer is the native elicitation handler: it accepts with the request's
@@ -41,10 +55,40 @@ func connect(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
 	if cfg.Era == "modern" {
 		era = snodo.EraModern
 	}
-	return dial(ctx, cfg, era, snodo.HandlerFunc(answer))
+	if *wasmPath == "" {
+		return dial(ctx, cfg, era, snodo.HandlerFunc(answer))
+	}
+	host, err := wasm.NewHost(wasm.HostConfig{})
+	if err != nil {
+		return nil, err
+	}
+	mc := wasm.ModuleConfig{Path: *wasmPath}
+	if *wasmConfig != "" {
+		mc.Config = json.RawMessage(*wasmConfig)
+	}
+	module, err := host.Load(ctx, mc)
+	if err != nil {
+		host.Close(ctx)
+		return nil, err
+	}
+	c, err := dial(ctx, cfg, era, module)
+	if err != nil {
+		host.Close(ctx)
+		return nil, err
+	}
+	c.module, c.host = module, host
+	return c, nil
 }
 
-func dial(ctx context.Context, cfg driver.Config, era snodo.Era, elicit snodo.Handler) (driver.Conn, error) {
+// ExpectedAnswer is what the elicitation handler answers to q.
+func (c *conn) ExpectedAnswer(q string) string {
+	if c.module != nil && *wasmAnswer != "" {
+		return *wasmAnswer
+	}
+	return q
+}
+
+func dial(ctx context.Context, cfg driver.Config, era snodo.Era, elicit snodo.Handler) (*conn, error) {
 	t, err := stdio.Connect(ctx, stdio.Config{Command: cfg.Server[0], Args: cfg.Server[1:], Stderr: os.Stderr})
 	if err != nil {
 		return nil, err
@@ -92,4 +136,10 @@ func (c *conn) Slow(ctx context.Context, ms, steps int, progress func()) (string
 		snodo.WithProgress(func(snodo.Progress) { progress() }))
 }
 
-func (c *conn) Close() error { return c.client.Close() }
+func (c *conn) Close() error {
+	err := c.client.Close()
+	if c.host != nil {
+		c.host.Close(context.Background())
+	}
+	return err
+}

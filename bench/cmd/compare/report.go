@@ -211,6 +211,23 @@ func render(results map[string]map[string][]driver.Result, clients []string, inf
 		b.WriteString("\n")
 	}
 
+	for _, era := range []string{"legacy", "modern"} {
+		key := harness.Lean + "/" + era + "/elicit"
+		native := summarise(results[key][harness.Snodo], median)
+		if !native.ok {
+			continue
+		}
+		var parts []string
+		for _, w := range []string{harness.SnodoWasmGo, harness.SnodoWasmWAT} {
+			if st := summarise(results[key][w], median); st.ok {
+				parts = append(parts, fmt.Sprintf("%s %s", w, ratio(st.med, native.med)))
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(&b, "\nElicitation answered by a Wasm handler ÷ by Snodo's native handler, median round trip, %s era: %s.\n", era, strings.Join(parts, ", "))
+		}
+	}
+
 	fmt.Fprintf(&b, "\n- Machine: %s, shared with other builds and tests while measuring: figures are noisy; compare clients only within one run.\n", info.machine)
 	fmt.Fprintf(&b, "- Versions: %s.\n", strings.Join(info.versions, ", "))
 	fmt.Fprintf(&b, "- Command: `make bench-compare` (= `make -C bench compare`: `npm ci`, then `go run ./cmd/compare --rounds %d`); %d rounds took %s.\n",

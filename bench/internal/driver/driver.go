@@ -51,6 +51,13 @@ type Conn interface {
 	Close() error
 }
 
+// ExpectedAnswerer is implemented by a Conn whose elicitation handler does
+// not answer with the message itself (a Wasm module answering from its
+// configuration): ExpectedAnswer is what it answers to q.
+type ExpectedAnswerer interface {
+	ExpectedAnswer(q string) string
+}
+
 // Config is what a client executable is asked to do.
 type Config struct {
 	Server   []string // the server's command line
@@ -144,13 +151,18 @@ func runScenario(ctx context.Context, conn Conn, cfg Config, res *Result) error 
 	case "seq":
 		return latency(ctx, cfg.N, res, func(i int) error { return echoOnce(ctx, conn, i) })
 	case "elicit":
+		expected, fixed := conn.(ExpectedAnswerer)
 		return latency(ctx, cfg.N, res, func(i int) error {
 			q := "q-" + strconv.Itoa(i)
 			got, err := conn.Ask(ctx, q)
 			if err != nil {
 				return err
 			}
-			if got != "answer:"+q {
+			want := "answer:" + q
+			if fixed {
+				want = "answer:" + expected.ExpectedAnswer(q)
+			}
+			if got != want {
 				return fmt.Errorf("ask %q answered %q", q, got)
 			}
 			return nil

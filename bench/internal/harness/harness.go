@@ -26,6 +26,9 @@ const (
 	MCPGo = "mcp-go"
 	TSSDK = "ts-sdk"
 	Snodo = "snodo"
+	// Snodo with the elicitation answered by a Wasm handler module.
+	SnodoWasmGo  = "snodo wasm-go"
+	SnodoWasmWAT = "snodo wasm-wat"
 )
 
 // Peers are the clients Snodo is compared with.
@@ -36,6 +39,9 @@ type Client struct {
 	Name   string
 	Argv   []string // command line before the driver flags
 	Modern bool     // speaks the 2026-07-28 era
+	// ElicitOnly limits the client to the lean server's elicit cases (the
+	// Wasm handler variants, which differ from their client only there).
+	ElicitOnly bool
 }
 
 // Paths locates the module's directories.
@@ -73,26 +79,46 @@ const SnodoProgram = "./clients/snodo"
 
 // Build compiles the Go executables into p.Bin. It reports whether the Snodo
 // client was built too (it is left out if it does not compile yet), with the
-// compiler's complaint if not.
+// compiler's complaint if not. With Snodo it also builds the Go Wasm handler
+// module (wasm/answer) into p.Bin/answer.wasm.
 func Build(ctx context.Context, p Paths) (snodo bool, snodoErr error, err error) {
 	if err := os.MkdirAll(p.Bin, 0o755); err != nil {
 		return false, nil, err
 	}
 	args := append([]string{"build", "-o", p.Bin + string(os.PathSeparator)}, GoPrograms...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = p.Root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return false, nil, fmt.Errorf("go build: %v\n%s", err, out)
+	if err := goCmd(ctx, p, nil, args...); err != nil {
+		return false, nil, err
 	}
 	if _, err := os.Stat(filepath.Join(p.Root, SnodoProgram)); err != nil {
 		return false, fmt.Errorf("%s does not exist", SnodoProgram), nil
 	}
-	cmd = exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(p.Bin, "snodo"), SnodoProgram)
-	cmd.Dir = p.Root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return false, fmt.Errorf("%v\n%s", err, out), nil
+	if err := goCmd(ctx, p, nil, "build", "-o", filepath.Join(p.Bin, "snodo"), SnodoProgram); err != nil {
+		return false, err, nil
+	}
+	if err := goCmd(ctx, p, []string{"GOOS=wasip1", "GOARCH=wasm"},
+		"build", "-buildmode=c-shared", "-o", p.WasmGo(), "./wasm/answer"); err != nil {
+		return false, err, nil
 	}
 	return true, nil, nil
+}
+
+func goCmd(ctx context.Context, p Paths, env []string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = p.Root
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// WasmGo is the Go handler module, built from wasm/answer.
+func (p Paths) WasmGo() string { return filepath.Join(p.Bin, "answer.wasm") }
+
+// WasmWAT is the WAT handler module of Snodo's examples, which accepts with
+// its configuration as the content.
+func (p Paths) WasmWAT() string {
+	return filepath.Join(p.Root, "..", "examples", "handlers", "wat", "accept", "accept.wasm")
 }
 
 // NodeClientDir is where the TypeScript SDK client and its lockfile live.
@@ -119,7 +145,14 @@ func Clients(p Paths, withSnodo bool) []Client {
 		{Name: TSSDK, Argv: []string{"node", filepath.Join(p.NodeClientDir(), "client.mjs")}},
 	}
 	if withSnodo {
-		cs = append(cs, Client{Name: Snodo, Argv: []string{filepath.Join(p.Bin, "snodo")}, Modern: true})
+		bin := filepath.Join(p.Bin, "snodo")
+		cs = append(cs,
+			Client{Name: Snodo, Argv: []string{bin}, Modern: true},
+			Client{Name: SnodoWasmGo, Argv: []string{bin, "--wasm", p.WasmGo()}, Modern: true, ElicitOnly: true})
+		if _, err := os.Stat(p.WasmWAT()); err == nil {
+			cs = append(cs, Client{Name: SnodoWasmWAT, Modern: true, ElicitOnly: true,
+				Argv: []string{bin, "--wasm", p.WasmWAT(), "--wasm-config", `{"answer":"wat"}`, "--wasm-answer", "wat"}})
+		}
 	}
 	return cs
 }
@@ -144,7 +177,13 @@ func (c Case) Key() string { return c.Server + "/" + c.Era + "/" + c.Scenario }
 
 // Applies reports whether client cl runs in case c.
 func (c Case) Applies(cl Client) bool {
+	if cl.ElicitOnly && (c.Server != Lean || c.Scenario != "elicit") {
+		return false
+	}
 	if c.Era == "modern" && !cl.Modern && cl.Name != Floor {
+		return false
+	}
+	if cl.ElicitOnly && (c.Server != Lean || c.Scenario != "elicit") {
 		return false
 	}
 	if cl.Name == Floor {
