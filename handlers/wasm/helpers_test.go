@@ -74,3 +74,5 @@ func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
