@@ -1,0 +1,221 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// runGoSDKServer serves MCP over stdio with the official Go SDK: in the
+// 2026-07-28 era (dual-era server, as the SDK is), or legacy only, where
+// server/discover is refused the way a legacy server refuses an unknown
+// method before initialize.
+func runGoSDKServer(legacy bool) int {
+	versions := []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	if legacy {
+		versions = versions[1:]
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "interop-gosdk", Version: "1.8.0"}, &mcp.ServerOptions{
+		Instructions:              "Interop server for Snodo.",
+		SupportedProtocolVersions: versions,
+		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+	})
+	registerTools(s, legacy)
+	var t mcp.Transport = &mcp.StdioTransport{}
+	if legacy {
+		t = noDiscover{t}
+	}
+	if err := s.Run(context.Background(), t); err != nil && !strings.Contains(err.Error(), "EOF") {
+		fmt.Fprintln(os.Stderr, "gosdk server:", err)
+		return 1
+	}
+	return 0
+}
+
+type noArgs struct{}
+
+type countArgs struct {
+	Steps   int `json:"steps"`
+	DelayMS int `json:"delay_ms"`
+}
+
+func text(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+var nameForm = &mcp.ElicitParams{
+	Mode:    "form",
+	Message: "Your name?",
+	RequestedSchema: map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"name": map[string]any{"type": "string"}},
+		"required":   []string{"name"},
+	},
+}
+
+func sampledText(r mcp.InputResponse) string {
+	switch resp := r.(type) {
+	case *mcp.CreateMessageWithToolsResult:
+		for _, c := range resp.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				return resp.Model + ": " + t.Text
+			}
+		}
+	case *mcp.CreateMessageResult:
+		if t, ok := resp.Content.(*mcp.TextContent); ok {
+			return resp.Model + ": " + t.Text
+		}
+	}
+	return "?"
+}
+
+// multiState is a requestState with characters that JSON escapes, so that
+// a client that re-encodes it instead of echoing it is caught.
+const multiState = "round-%d \"é\" <&>/"
+
+func registerTools(s *mcp.Server, legacy bool) {
+	// ask elicits a name: an elicitation/create request in a legacy era,
+	// an input_required result in 2026-07-28.
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Elicits a name."}, func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		if r, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult); ok && r != nil {
+			return text("hello %v (%s)", r.Content["name"], r.Action), nil, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": nameForm}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "Samples the client's model."}, func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		if r, ok := req.Params.InputResponses["answer"]; ok && r != nil {
+			return text("sampled %s", sampledText(r)), nil, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"answer": &mcp.CreateMessageParams{
+			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Capital of France?"}}},
+			MaxTokens: 50,
+		}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "Lists the client's roots."}, func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		if r, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult); ok && r != nil {
+			var uris []string
+			for _, root := range r.Roots {
+				uris = append(uris, root.URI)
+			}
+			return text("roots %s", strings.Join(uris, ",")), nil, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}}, nil, nil
+	})
+	if !legacy {
+		// multi asks in three rounds, carrying its progress in
+		// requestState, which it checks on each retry.
+		mcp.AddTool(s, &mcp.Tool{Name: "multi", Description: "Asks for input in three rounds."}, func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+			p := req.Params
+			switch p.RequestState {
+			case "":
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": nameForm}, RequestState: fmt.Sprintf(multiState, 1)}, nil, nil
+			case fmt.Sprintf(multiState, 1):
+				if _, ok := p.InputResponses["name"].(*mcp.ElicitResult); !ok {
+					return nil, nil, fmt.Errorf("round 2 without the name")
+				}
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+					"answer": &mcp.CreateMessageParams{Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "2+2?"}}}, MaxTokens: 5},
+					"roots":  &mcp.ListRootsParams{},
+				}, RequestState: fmt.Sprintf(multiState, 2)}, nil, nil
+			case fmt.Sprintf(multiState, 2):
+				if _, ok := p.InputResponses["name"]; ok {
+					return nil, nil, fmt.Errorf("round 3 carries round 1's answers")
+				}
+				r, _ := p.InputResponses["roots"].(*mcp.ListRootsResult)
+				if r == nil {
+					return nil, nil, fmt.Errorf("round 3 without roots")
+				}
+				return text("three rounds: %s, %d roots", sampledText(p.InputResponses["answer"]), len(r.Roots)), nil, nil
+			}
+			return nil, nil, fmt.Errorf("requestState %q was not echoed exactly", p.RequestState)
+		})
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "Counts, reporting progress."}, func(ctx context.Context, req *mcp.CallToolRequest, in countArgs) (*mcp.CallToolResult, any, error) {
+		token := req.Params.GetProgressToken()
+		for i := 1; i <= in.Steps; i++ {
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(time.Duration(in.DelayMS) * time.Millisecond):
+			}
+			if token != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)})
+			}
+		}
+		return text("counted to %d", in.Steps), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Logs a message."}, func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "interop", Data: map[string]any{"said": "careful"}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return text("logged"), nil, nil
+	})
+	var mu sync.Mutex
+	extra := 0
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Adds a tool and updates a resource."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		mu.Lock()
+		extra++
+		name := fmt.Sprintf("extra-%d", extra)
+		mu.Unlock()
+		mcp.AddTool(s, &mcp.Tool{Name: name}, func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, any, error) {
+			return text("extra"), nil, nil
+		})
+		_ = s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "interop://counter"})
+		return text("added %s", name), nil, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "interop://counter", Name: "counter", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "interop://counter", MIMEType: "text/plain", Text: "1"}}}, nil
+	})
+}
+
+// noDiscover answers server/discover with -32601 before the SDK sees it,
+// as a server of a legacy revision does.
+type noDiscover struct{ mcp.Transport }
+
+func (n noDiscover) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := n.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &noDiscoverConn{Connection: c}, nil
+}
+
+type noDiscoverConn struct {
+	mcp.Connection
+	mu sync.Mutex
+}
+
+func (c *noDiscoverConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok || req.Method != "server/discover" || !req.ID.IsValid() {
+			return msg, nil
+		}
+		if err := c.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *noDiscoverConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Connection.Write(ctx, msg)
+}
