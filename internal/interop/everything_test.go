@@ -86,7 +86,9 @@ func TestServerEverything(t *testing.T) {
 		t.Errorf("get-resource-links: %+v %v", res, err)
 	}
 	res, err = c.CallTool(ctx, "get-resource-reference", map[string]any{"resourceType": "Text", "resourceId": 1})
-	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == snodo.ContentResource && c.Resource != nil && c.Resource.URI != "" }) {
+	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool {
+		return c.Type == snodo.ContentResource && c.Resource != nil && c.Resource.URI != ""
+	}) {
 		t.Errorf("get-resource-reference: %+v %v", res, err)
 	}
 	res, err = c.CallTool(ctx, "get-structured-content", map[string]string{"location": "Chicago"})
