@@ -190,3 +190,24 @@ func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
 		t.Fatalf("request in flight at Close: %v", err)
 	}
 }
+
+// "Other server notifications are dropped." — unless the optional hook is
+// set, which gets exactly those that no request or subscription claimed.
+func TestOtherNotificationsGoToHookOrAreDropped(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	c := connect(t, cfg)
+	call(t, c, "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}}, transport.RequestOptions{})
+	call(t, c, "test/notify", map[string]any{"method": "notifications/progress", "params": map[string]any{"progressToken": "nobody", "progress": 1}}, transport.RequestOptions{})
+	msgs := n.waitN(t, "notifications/message", 1)
+	if string(msgs[0].Params) != `{"data":"hello","level":"info"}` {
+		t.Fatalf("hook got %s", msgs[0].Params)
+	}
+	n.waitN(t, "notifications/progress", 1)
+
+	// Without a hook they are dropped and nothing else changes.
+	plain := connect(t, config("script"))
+	call(t, plain, "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{}}, transport.RequestOptions{})
+	call(t, plain, "echo", nil, transport.RequestOptions{})
+}

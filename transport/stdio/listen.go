@@ -112,7 +112,9 @@ func (ls *listenState) fail(err error) {
 func (c *Conn) Listen(ctx context.Context, req *jsonrpc.Request, opts transport.ListenOptions) (json.RawMessage, *transport.Subscription, error) {
 	r := *req
 	if !r.ID.IsValid() {
-		r.ID = jsonrpc.Int64ID(c.nextID.Add(1))
+		c.mu.Lock()
+		r.ID = c.newIDLocked()
+		c.mu.Unlock()
 	}
 	ls := &listenState{id: r.ID, ack: make(chan listenResult, 1)}
 	var om *outMsg

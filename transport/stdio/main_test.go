@@ -147,7 +147,8 @@ func (r repeatReader) Read(p []byte) (int, error) {
 //	test/sleep {ms}: replies after ms milliseconds, unless cancelled
 //	test/exit {code}: exits without replying
 //	test/progress {count, intervalMs, forever}: sends progress for the
-//	    request's progress token, then replies
+//	    request's progress token, then replies; without intervalMs, before
+//	    reading anything else; stops when cancelled
 //	subscriptions/listen: acknowledges (or, with "fail", answers an error)
 //	test/emit {subs, count}: count rounds of one event per subscription
 //	test/end {sub, how}: ends a subscription by "response", "error" or
@@ -272,16 +273,32 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 	case "test/exit":
 		os.Exit(p.Code)
 	case "test/progress":
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		cancelled := make(chan struct{})
+		sleepers.Lock()
+		sleepers.m[r.ID] = cancelled
+		sleepers.Unlock()
+		send := func() {
 			for i := 0; p.Forever || i < p.Count; i++ {
+				select {
+				case <-cancelled:
+					return
+				default:
+				}
 				s.Notify("notifications/progress", map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i + 1})
 				if p.IntervalMS > 0 {
 					time.Sleep(time.Duration(p.IntervalMS) * time.Millisecond)
 				}
 			}
 			s.Reply(r.ID, map[string]any{"sent": p.Count})
+		}
+		if p.IntervalMS == 0 && !p.Forever {
+			send() // a flood: nothing else is read until it is sent
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send()
 		}()
 	case "subscriptions/listen":
 		if p.Fail {

@@ -17,7 +17,10 @@ import (
 // MaxQueuedProgress is the most progress notifications held for a request
 // whose caller has not yet taken them. When a flood outruns the caller, the
 // oldest waiting notification is dropped for the newest: MCP progress is
-// cumulative, so the latest one says the most. The reader never waits.
+// cumulative, so the latest one says the most, and it is always delivered.
+// The reader never waits. (The caller takes what is waiting in one batch, so
+// a slow progress function may still be working through up to this many
+// older ones.)
 const MaxQueuedProgress = 256
 
 // call is one request waiting for its response.
@@ -82,10 +85,7 @@ func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
 // requests; stdio ignores them (see Config.OnServerRequest and SetInbound).
 func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	r := *req
-	if !r.ID.IsValid() {
-		r.ID = jsonrpc.Int64ID(c.nextID.Add(1))
-	}
-	cl := &call{id: r.ID, resp: make(chan *jsonrpc.Response, 1)}
+	cl := &call{resp: make(chan *jsonrpc.Response, 1)}
 	if opts.OnProgress != nil {
 		if tok, ok := progressToken(r.Params); ok {
 			cl.token = tok
@@ -98,6 +98,10 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 		c.mu.Unlock()
 		return nil, err
 	}
+	if !r.ID.IsValid() {
+		r.ID = c.newIDLocked()
+	}
+	cl.id = r.ID
 	if _, dup := c.pending[r.ID]; dup {
 		c.mu.Unlock()
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
@@ -114,6 +118,17 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 		return nil, err
 	}
 	return c.await(ctx, cl, om, opts)
+}
+
+// newIDLocked returns an integer ID that no request in flight uses, not
+// even one whose caller chose it.
+func (c *Conn) newIDLocked() jsonrpc.ID {
+	for {
+		id := jsonrpc.Int64ID(c.nextID.Add(1))
+		if c.pending[id] == nil && c.listens[id] == nil {
+			return id
+		}
+	}
 }
 
 // await waits for cl's response, delivering its progress.

@@ -1,0 +1,234 @@
+package stdio_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+func listenRequest(filter string) *jsonrpc.Request {
+	return &jsonrpc.Request{Method: "subscriptions/listen", Params: json.RawMessage(`{"notifications":` + filter + `}`)}
+}
+
+func listen(t *testing.T, c interface {
+	Listen(context.Context, *jsonrpc.Request, transport.ListenOptions) (json.RawMessage, *transport.Subscription, error)
+}, filter string) *transport.Subscription {
+	t.Helper()
+	_, sub, err := c.Listen(context.Background(), listenRequest(filter), transport.ListenOptions{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Close() })
+	return sub
+}
+
+func next(t *testing.T, sub *transport.Subscription) (transport.Event, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ev, err := sub.Next(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal("Next: nothing arrived")
+	}
+	return ev, err
+}
+
+// "listen/3 ... sends the request, waits :timeout milliseconds for the
+// server's notifications/subscriptions/acknowledged, and returns {:ok,
+// accepted_filter, pid}"
+func TestListenReturnsAcknowledgedFilter(t *testing.T) {
+	c := connect(t, config("script"))
+	filter := `{"toolsListChanged":true,"resourceSubscriptions":["file:///a"]}`
+	accepted, sub, err := c.Listen(context.Background(), listenRequest(filter), transport.ListenOptions{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if string(accepted) != filter {
+		t.Fatalf("accepted filter %s, want %s", accepted, filter)
+	}
+	if !sub.ID().IsValid() {
+		t.Fatal("subscription without the listen request's ID")
+	}
+}
+
+// "The connection process correlates the acknowledgement, the events, and
+// the terminal response by the subscription ID (the request ID, carried in
+// each notification's _meta["io.modelcontextprotocol/subscriptionId"])":
+// several subscriptions with interleaved events each get their own, in
+// order, alongside ordinary requests.
+func TestSeveralSubscriptionsGetTheirOwnInterleavedEvents(t *testing.T) {
+	c := connect(t, config("script"))
+	subs := []*transport.Subscription{listen(t, c, `{"toolsListChanged":true}`), listen(t, c, `{}`), listen(t, c, `{}`)}
+	// A string ID works as well as the assigned integers.
+	_, strSub, err := c.Listen(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("listen-s"), Method: "subscriptions/listen", Params: json.RawMessage(`{"notifications":{}}`)}, transport.ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer strSub.Close()
+	subs = append(subs, strSub)
+	var ids []jsonrpc.ID
+	for _, s := range subs {
+		ids = append(ids, s.ID())
+	}
+	const rounds = 50
+	call(t, c, "test/emit", map[string]any{"subs": ids, "count": rounds}, transport.RequestOptions{})
+	call(t, c, "echo", nil, transport.RequestOptions{})
+	for _, s := range subs {
+		for i := range rounds {
+			ev, err := next(t, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p struct {
+				URI string `json:"uri"`
+			}
+			json.Unmarshal(ev.Params, &p)
+			if want := fmt.Sprintf("file:///%v/%d", s.ID(), i); ev.Method != "notifications/resources/updated" || p.URI != want {
+				t.Fatalf("subscription %v event %d: %s %s, want uri %s", s.ID(), i, ev.Method, ev.Params, want)
+			}
+		}
+	}
+}
+
+// "closes it with :complete ... at the terminal response": the server's
+// response to the listen request ends the stream cleanly, after the events
+// before it.
+func TestTerminalResponseEndsSubscriptionCleanly(t *testing.T) {
+	c := connect(t, config("script"))
+	sub := listen(t, c, `{}`)
+	call(t, c, "test/emit", map[string]any{"subs": []jsonrpc.ID{sub.ID()}, "count": 2}, transport.RequestOptions{})
+	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "response"}, transport.RequestOptions{})
+	for range 2 {
+		if _, err := next(t, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := next(t, sub); err != io.EOF {
+		t.Fatalf("after the terminal response: %v, want io.EOF", err)
+	}
+}
+
+// An error response after the acknowledgement ends the stream with that
+// error.
+func TestErrorResponseAfterAckEndsSubscriptionWithIt(t *testing.T) {
+	c := connect(t, config("script"))
+	sub := listen(t, c, `{}`)
+	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "error"}, transport.RequestOptions{})
+	_, err := next(t, sub)
+	if je := wantCode(t, err, jsonrpc.CodeInternalError); je.Kind != jsonrpc.KindServer {
+		t.Fatalf("error %v, want the server's", err)
+	}
+}
+
+// "a notifications/cancelled from the server naming the listen request
+// (its teardown signal on stdio) ends it too" (issue 2)
+func TestServerCancelledEndsSubscriptionCleanly(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	c := connect(t, cfg)
+	sub := listen(t, c, `{}`)
+	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "cancelled"}, transport.RequestOptions{})
+	if _, err := next(t, sub); err != io.EOF {
+		t.Fatalf("after the server's cancellation: %v, want io.EOF", err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, x := range n.all {
+		if x.Method == "notifications/cancelled" {
+			t.Fatal("the cancellation for a subscription also reached the notification hook")
+		}
+	}
+}
+
+// "Closing the subscription, or the owner's exit, sends
+// notifications/cancelled for the request."
+func TestClosingSubscriptionOrOwnerEndSendsCancelled(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	c := connect(t, cfg)
+	closed := listen(t, c, `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, owned, err := c.Listen(ctx, listenRequest(`{}`), transport.ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	cancel()
+	got := map[string]bool{}
+	for _, p := range cancelledParams(t, n, 2) {
+		got[fmt.Sprint(p["requestId"])] = true
+	}
+	if !got[closed.ID().String()] || !got[owned.ID().String()] {
+		t.Fatalf("cancelled %v, want %v and %v", got, closed.ID(), owned.ID())
+	}
+	if _, err := next(t, owned); err != io.EOF {
+		t.Fatalf("owned subscription after its owner ended: %v", err)
+	}
+}
+
+// "When the server exits or closes its stdin, or close/1 stops the
+// connection, open subscriptions end with a -32000 error." — and Next on
+// an ended subscription returns at once.
+func TestConnectionEndEndsSubscriptionsWithConnectionError(t *testing.T) {
+	for _, how := range []string{"close", "exit"} {
+		t.Run(how, func(t *testing.T) {
+			c := connect(t, config("script"))
+			sub := listen(t, c, `{}`)
+			if how == "close" {
+				c.Close()
+			} else {
+				c.Request(context.Background(), &jsonrpc.Request{Method: "test/exit", Params: mustJSON(map[string]int{"code": 1})}, transport.RequestOptions{})
+			}
+			_, err := next(t, sub)
+			wantCode(t, err, jsonrpc.CodeConnectionClosed)
+			// Ended: Next returns at once, even with a context already done.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if _, err := sub.Next(ctx); !errors.Is(err, transport.ErrConnection) {
+				t.Fatalf("Next on an ended subscription: %v", err)
+			}
+			// A later Listen fails the same way.
+			if _, _, err := c.Listen(context.Background(), listenRequest(`{}`), transport.ListenOptions{}); !errors.Is(err, transport.ErrConnection) {
+				t.Fatalf("Listen after the end: %v", err)
+			}
+		})
+	}
+}
+
+// "A JSON-RPC error response before the acknowledgement is returned as
+// {:error, %Snodo.Error{}}."
+func TestErrorResponseBeforeAckIsReturned(t *testing.T) {
+	c := connect(t, config("script"))
+	_, sub, err := c.Listen(context.Background(), &jsonrpc.Request{Method: "subscriptions/listen", Params: json.RawMessage(`{"fail":true}`)}, transport.ListenOptions{Timeout: 10 * time.Second})
+	if sub != nil {
+		t.Fatal("a subscription for a refused listen")
+	}
+	if je := wantCode(t, err, jsonrpc.CodeInvalidParams); je.Kind != jsonrpc.KindServer {
+		t.Fatalf("error %v, want the server's", err)
+	}
+}
+
+// "waits :timeout milliseconds for the server's
+// notifications/subscriptions/acknowledged": without it, Listen times out
+// and the server is told the request is cancelled.
+func TestListenTimesOutWithoutAck(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	c := connect(t, cfg)
+	_, _, err := c.Listen(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("mute"), Method: "subscriptions/listen", Params: json.RawMessage(`{"forever":true}`)}, transport.ListenOptions{Timeout: 100 * time.Millisecond})
+	wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	if p := cancelledParams(t, n, 1)[0]; p["requestId"] != "mute" {
+		t.Fatalf("cancelled %v", p)
+	}
+}

@@ -1,0 +1,227 @@
+package stdio_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/stdio"
+)
+
+func progressRequest(id jsonrpc.ID, token any, p map[string]any) *jsonrpc.Request {
+	p["_meta"] = map[string]any{"progressToken": token}
+	return &jsonrpc.Request{ID: id, Method: "test/progress", Params: mustJSON(p)}
+}
+
+func progressNumber(t *testing.T, params json.RawMessage) int {
+	var p struct {
+		Progress int `json:"progress"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		t.Error(err)
+	}
+	return p.Progress
+}
+
+func goroutineID() string {
+	b := make([]byte, 64)
+	b = b[:runtime.Stack(b, false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	return string(b[:bytes.IndexByte(b, ' ')])
+}
+
+// "A notifications/progress whose token belongs to a request made with
+// progress: is forwarded to the process waiting on that request, which
+// calls the progress function" — in order, before the response is
+// returned, in the caller's goroutine.
+func TestProgressDeliveredInCallersGoroutineBeforeResponse(t *testing.T) {
+	c := connect(t, config("script"))
+	me := goroutineID()
+	var got []int
+	resp, err := c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(1), "tok-1", map[string]any{"count": 20}), transport.RequestOptions{
+		OnProgress: func(params json.RawMessage) error {
+			if g := goroutineID(); g != me {
+				t.Errorf("progress function ran in goroutine %s, the caller is %s", g, me)
+			}
+			got = append(got, progressNumber(t, params))
+			return nil
+		},
+	})
+	if err != nil || resp.Error != nil {
+		t.Fatal(err, resp)
+	}
+	if len(got) != 20 {
+		t.Fatalf("delivered %v, want 1..20", got)
+	}
+	for i, n := range got {
+		if n != i+1 {
+			t.Fatalf("delivered %v, want 1..20 in order", got)
+		}
+	}
+	// An integer token works the same; a request without OnProgress gets
+	// none, and the notifications it does not claim are dropped.
+	count := 0
+	call(t, c, "test/progress", map[string]any{"count": 3, "_meta": map[string]any{"progressToken": 5}}, transport.RequestOptions{})
+	c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(2), 6, map[string]any{"count": 3}), transport.RequestOptions{
+		OnProgress: func(json.RawMessage) error { count++; return nil },
+	})
+	if count != 3 {
+		t.Fatalf("integer token: delivered %d, want 3", count)
+	}
+}
+
+// "a slow caller never blocks the reader" (issue 2): a progress function
+// that waits for another request to complete would deadlock if it ran in
+// the reader.
+func TestSlowProgressFunctionNeverBlocksReader(t *testing.T) {
+	c := connect(t, config("script"))
+	var once sync.Once
+	_, err := c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(1), "tok", map[string]any{"count": 3}), transport.RequestOptions{
+		OnProgress: func(json.RawMessage) error {
+			var err error
+			once.Do(func() {
+				_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{Timeout: 20 * time.Second})
+			})
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// "with reset_timeout_on_progress: true the connection process also
+// restarts the request's timer"
+func TestResetTimeoutOnProgressRestartsTimer(t *testing.T) {
+	c := connect(t, config("script"))
+	// 12 progress notifications 100 ms apart: 1.2 s in all, against a 600 ms
+	// timeout.
+	params := func() map[string]any { return map[string]any{"count": 12, "intervalMs": 100} }
+	noop := func(json.RawMessage) error { return nil }
+	_, err := c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(1), "a", params()), transport.RequestOptions{
+		Timeout: 600 * time.Millisecond, OnProgress: noop, ResetTimeoutOnProgress: true,
+	})
+	if err != nil {
+		t.Fatalf("with reset: %v", err)
+	}
+	_, err = c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(2), "b", params()), transport.RequestOptions{
+		Timeout: 600 * time.Millisecond, OnProgress: noop,
+	})
+	if !errors.Is(err, transport.ErrTimeout) || errors.Is(err, transport.ErrMaxTotalTimeout) {
+		t.Fatalf("without reset: %v, want a plain timeout", err)
+	}
+}
+
+// ":reset_timeout_on_progress - when true, each delivered progress
+// notification restarts :timeout, up to :max_total_timeout milliseconds
+// after the request started. Past that the request fails with
+// max_total_timeout_error/1."
+func TestMaxTotalTimeoutBoundsResetTimeouts(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	c := connect(t, cfg)
+	_, err := c.Request(context.Background(), progressRequest(jsonrpc.StringID("endless"), "e", map[string]any{"forever": true, "intervalMs": 50}), transport.RequestOptions{
+		Timeout: 500 * time.Millisecond, MaxTotalTimeout: time.Second, ResetTimeoutOnProgress: true,
+		OnProgress: func(json.RawMessage) error { return nil },
+	})
+	if !errors.Is(err, transport.ErrMaxTotalTimeout) || !errors.Is(err, transport.ErrTimeout) {
+		t.Fatalf("error %v, want the max-total-timeout error", err)
+	}
+	if p := cancelledParams(t, n, 1)[0]; p["requestId"] != "endless" {
+		t.Fatalf("cancelled %v", p)
+	}
+}
+
+// "If the progress function raises, the request is cancelled on the
+// server." — and the caller gets that failure, for an error as for a panic.
+func TestFailingProgressFunctionCancelsRequest(t *testing.T) {
+	for _, mode := range []string{"error", "panic"} {
+		t.Run(mode, func(t *testing.T) {
+			n := newNotes()
+			cfg := config("script")
+			cfg.OnNotification = n.hook
+			c := connect(t, cfg)
+			bad := errors.New("progress sink broke")
+			calls := 0
+			_, err := c.Request(context.Background(), progressRequest(jsonrpc.StringID("p-"+mode), "t", map[string]any{"forever": true, "intervalMs": 10}), transport.RequestOptions{
+				OnProgress: func(json.RawMessage) error {
+					calls++
+					if calls < 3 {
+						return nil
+					}
+					if mode == "panic" {
+						panic("progress bug")
+					}
+					return bad
+				},
+			})
+			switch mode {
+			case "error":
+				if !errors.Is(err, bad) {
+					t.Fatalf("error %v, want the progress function's", err)
+				}
+			case "panic":
+				je := wantCode(t, err, jsonrpc.CodeInternalError)
+				if je.Kind != jsonrpc.KindHandler {
+					t.Fatalf("error %v, want kind handler", err)
+				}
+			}
+			if p := cancelledParams(t, n, 1)[0]; p["requestId"] != "p-"+mode {
+				t.Fatalf("cancelled %v", p)
+			}
+		})
+	}
+}
+
+// A flood of progress for a caller that is not keeping up: the reader never
+// waits, the waiting queue is bounded (stdio.MaxQueuedProgress, oldest
+// dropped), and the newest progress is always delivered.
+func TestProgressFloodIsBoundedAndKeepsNewest(t *testing.T) {
+	const flood = 30000
+	c := connect(t, config("script"))
+	var (
+		once      sync.Once
+		delivered int
+		last      int
+	)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(1), "flood", map[string]any{"count": flood}), transport.RequestOptions{
+		OnProgress: func(params json.RawMessage) error {
+			delivered++
+			last = progressNumber(t, params)
+			var err error
+			once.Do(func() {
+				// The server reads this request only after sending the whole
+				// flood and its response: by the time it returns, the reader
+				// has read them all, while this caller was busy.
+				_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{Timeout: 60 * time.Second})
+			})
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	t.Logf("%d of %d progress notifications delivered, last %d; heap %d→%d KiB", delivered, flood, last, before.HeapAlloc>>10, after.HeapAlloc>>10)
+	if last != flood {
+		t.Fatalf("last delivered progress %d, want %d", last, flood)
+	}
+	// The caller takes what is waiting in one batch: at most the batch it
+	// was working through plus a full queue.
+	if delivered > 2*stdio.MaxQueuedProgress {
+		t.Fatalf("delivered %d: the queue held more than %d", delivered, stdio.MaxQueuedProgress)
+	}
+	_ = strconv.Itoa
+}
