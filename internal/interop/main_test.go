@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/snodo/snodo/internal/interop/gosdkserver"
 )
 
 // roleEnv selects what a re-executed test binary is.
@@ -13,9 +15,9 @@ const roleEnv = "SNODO_INTEROP_ROLE"
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "gosdk-modern":
-		os.Exit(runGoSDKServer(false))
+		os.Exit(gosdkserver.Run(false))
 	case "gosdk-legacy":
-		os.Exit(runGoSDKServer(true))
+		os.Exit(gosdkserver.Run(true))
 	case "tee":
 		os.Exit(runTee())
 	}

@@ -1,8 +1,14 @@
-package interop
+// Package gosdkserver is an MCP server built with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk), for Snodo's interop tests and
+// examples. Its tools ask the client for input (elicitation, sampling,
+// roots; several rounds in 2026-07-28), report progress, log, and change
+// the server's tool list and a resource.
+package gosdkserver
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -12,11 +18,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// runGoSDKServer serves MCP over stdio with the official Go SDK: in the
+// Run serves MCP over stdio with the official Go SDK: in the
 // 2026-07-28 era (dual-era server, as the SDK is), or legacy only, where
 // server/discover is refused the way a legacy server refuses an unknown
 // method before initialize.
-func runGoSDKServer(legacy bool) int {
+func Run(legacy bool) int {
 	versions := []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 	if legacy {
 		versions = versions[1:]
@@ -33,7 +39,7 @@ func runGoSDKServer(legacy bool) int {
 		},
 	})
 	registerTools(s, legacy)
-	var t mcp.Transport = &mcp.StdioTransport{}
+	var t mcp.Transport = &mcp.IOTransport{Reader: Stdin, Writer: Stdout}
 	if legacy {
 		t = noDiscover{t}
 	}
@@ -43,6 +49,12 @@ func runGoSDKServer(legacy bool) int {
 	}
 	return 0
 }
+
+// Stdin and Stdout are the server's streams; tests may replace them.
+var (
+	Stdin  io.ReadCloser  = os.Stdin
+	Stdout io.WriteCloser = os.Stdout
+)
 
 type noArgs struct{}
 
@@ -81,9 +93,9 @@ func sampledText(r mcp.InputResponse) string {
 	return "?"
 }
 
-// multiState is a requestState with characters that JSON escapes, so that
+// MultiState is a requestState with characters that JSON escapes, so that
 // a client that re-encodes it instead of echoing it is caught.
-const multiState = "round-%d \"é\" <&>/"
+const MultiState = "round-%d \"é\" <&>/"
 
 func registerTools(s *mcp.Server, legacy bool) {
 	// ask elicits a name: an elicitation/create request in a legacy era,
@@ -120,16 +132,16 @@ func registerTools(s *mcp.Server, legacy bool) {
 			p := req.Params
 			switch p.RequestState {
 			case "":
-				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": nameForm}, RequestState: fmt.Sprintf(multiState, 1)}, nil, nil
-			case fmt.Sprintf(multiState, 1):
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": nameForm}, RequestState: fmt.Sprintf(MultiState, 1)}, nil, nil
+			case fmt.Sprintf(MultiState, 1):
 				if _, ok := p.InputResponses["name"].(*mcp.ElicitResult); !ok {
 					return nil, nil, fmt.Errorf("round 2 without the name")
 				}
 				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
 					"answer": &mcp.CreateMessageParams{Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "2+2?"}}}, MaxTokens: 5},
 					"roots":  &mcp.ListRootsParams{},
-				}, RequestState: fmt.Sprintf(multiState, 2)}, nil, nil
-			case fmt.Sprintf(multiState, 2):
+				}, RequestState: fmt.Sprintf(MultiState, 2)}, nil, nil
+			case fmt.Sprintf(MultiState, 2):
 				if _, ok := p.InputResponses["name"]; ok {
 					return nil, nil, fmt.Errorf("round 3 carries round 1's answers")
 				}
