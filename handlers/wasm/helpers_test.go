@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +37,7 @@ func wasmFile(t testing.TB, rel string) []byte {
 // compiled once per run.
 func newHost(t testing.TB) *Host {
 	t.Helper()
-	h, err := NewHost(HostConfig{CacheDir: filepath.Join(goGuestDir, "cache")})
+	h, err := NewHost(HostConfig{CacheDir: filepath.Join(goGuestDir, "cache"), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,3 +79,11 @@ func sha256Hex(b []byte) string {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+func newJSONLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
