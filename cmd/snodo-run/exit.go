@@ -105,6 +105,8 @@ func reportError(w io.Writer, err error) int {
 	var ce *cliError
 	var je *jsonrpc.Error
 	switch {
+	case errors.Is(err, context.Canceled) && !errors.As(err, &ce):
+		body.Kind, body.Message = "interrupted", "interrupted: the request in flight was cancelled on the server"
 	case errors.As(err, &ce):
 		body.Kind = ce.kind
 		if errors.As(ce.err, &je) {
@@ -118,8 +120,6 @@ func reportError(w io.Writer, err error) int {
 		if body.Kind == "" {
 			body.Kind = "server"
 		}
-	case errors.Is(err, context.Canceled):
-		body.Kind, body.Message = "interrupted", "interrupted: the request in flight was cancelled"
 	default:
 		body.Kind = "transport"
 	}

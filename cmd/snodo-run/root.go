@@ -61,6 +61,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	var ce *cliError
+	if ctx.Err() != nil && !errors.As(err, &ce) {
+		// Ctrl-C: the context of the call was cancelled, and with it the
+		// request on the server.
+		err = &cliError{code: exitInterrupt, kind: "interrupted", err: fmt.Errorf("interrupted: the request in flight was cancelled on the server (%v)", err)}
+	}
 	if !errors.As(err, &ce) && !isRuntimeError(err) {
 		// cobra's own errors: unknown command or flag, wrong arguments.
 		err = &cliError{code: exitUsage, kind: "usage", err: fmt.Errorf("%v (see %s --help)", err, commandPath(a.root, args))}

@@ -264,6 +264,7 @@ func (d *demo) countTool(ctx context.Context, req *mcp.CallToolRequest, in count
 	for i := 1; i <= steps; i++ {
 		select {
 		case <-ctx.Done():
+			fmt.Fprintf(os.Stderr, "count: cancelled at step %d of %d\n", i, steps)
 			return nil, nil, ctx.Err()
 		case <-time.After(delay):
 		}
