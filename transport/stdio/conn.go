@@ -29,6 +29,10 @@ var ErrClosed = errors.New("stdio: connection closed")
 // inherited stdout could otherwise keep it open for ever.
 const exitGrace = 500 * time.Millisecond
 
+// stderrGrace is how long reaping waits, after the server has exited, for
+// a Stderr copy to reach EOF.
+const stderrGrace = 2 * time.Second
+
 // EnvVar is one change to the server's environment.
 type EnvVar struct {
 	Name, Value string
@@ -142,6 +146,9 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
+	// For a Stderr that is not a file, exec copies from a pipe until EOF; a
+	// grandchild holding that pipe must not keep the server unreaped.
+	cmd.WaitDelay = stderrGrace
 	// Our own pipes, not cmd.StdinPipe/StdoutPipe: os.Pipe files are in
 	// the runtime poller, so a blocked Write is woken by Close and a Read
 	// can be given a deadline.

@@ -129,7 +129,10 @@ func TestMaxTotalTimeoutBoundsResetTimeouts(t *testing.T) {
 	cfg := config("script")
 	cfg.OnNotification = n.hook
 	c := connect(t, cfg)
-	_, err := c.Request(context.Background(), progressRequest(jsonrpc.StringID("endless"), "e", map[string]any{"forever": true, "intervalMs": 50}), transport.RequestOptions{
+	// The deadline only keeps the test finite if the bound is missing.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := c.Request(ctx, progressRequest(jsonrpc.StringID("endless"), "e", map[string]any{"forever": true, "intervalMs": 50}), transport.RequestOptions{
 		Timeout: 500 * time.Millisecond, MaxTotalTimeout: time.Second, ResetTimeoutOnProgress: true,
 		OnProgress: func(json.RawMessage) error { return nil },
 	})

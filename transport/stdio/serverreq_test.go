@@ -9,9 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/stdio"
 )
 
 // answer is a relayed test/answered notification: what the server got back
@@ -212,30 +214,42 @@ func TestFloodOfServerRequestsBoundedByDefaultLimit(t *testing.T) {
 // still running for server-to-client requests are killed and their answers
 // are not sent."
 func TestStopCancelsRunningServerRequestsAndDropsAnswers(t *testing.T) {
-	n := newNotes()
-	started := make(chan struct{}, 2)
-	cancelled := make(chan error, 2)
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		cancelled <- context.Cause(ctx)
-		return json.RawMessage(`{"late":true}`), nil
-	}
-	c := connect(t, cfg)
-	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 2}, transport.RequestOptions{})
-	<-started
-	<-started
-	c.Close()
-	for range 2 {
-		if cause := <-cancelled; !errors.Is(cause, transport.ErrConnection) {
-			t.Fatalf("function's context ended with %v, want the connection's end", cause)
-		}
-	}
-	// The server exits with status 4 if a "late" answer reached it.
-	if state, _ := c.Wait(context.Background()); state.ExitCode() != 0 {
-		t.Fatalf("server ended with %v: an answer was sent after the connection stopped", state)
+	for _, how := range []string{"close", "owner"} {
+		t.Run(how, func(t *testing.T) {
+			started := make(chan struct{}, 2)
+			cancelled := make(chan error, 2)
+			cfg := config("script")
+			cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+				started <- struct{}{}
+				<-ctx.Done()
+				cancelled <- context.Cause(ctx)
+				return json.RawMessage(`{"late":true}`), nil
+			}
+			owner, cancelOwner := context.WithCancel(context.Background())
+			defer cancelOwner()
+			c, err := stdio.Connect(owner, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { shutdown(t, c, 10*time.Second) })
+			call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 2}, transport.RequestOptions{})
+			<-started
+			<-started
+			if how == "close" {
+				c.Close()
+			} else {
+				cancelOwner()
+			}
+			for range 2 {
+				if cause := <-cancelled; !errors.Is(cause, transport.ErrConnection) {
+					t.Fatalf("function's context ended with %v, want the connection's end", cause)
+				}
+			}
+			// The server exits with status 4 if a "late" answer reached it.
+			if state, _ := c.Wait(context.Background()); state.ExitCode() != 0 {
+				t.Fatalf("server ended with %v: an answer was sent after the connection stopped", state)
+			}
+		})
 	}
 }
 

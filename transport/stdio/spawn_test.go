@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -113,7 +114,9 @@ func TestStderrGoesToConfiguredWriterAndNeverBlocksServer(t *testing.T) {
 	cfg.Stderr = &buf
 	c := connect(t, cfg)
 	const size = 1 << 20 // far over a pipe's 64 KiB buffer
-	call(t, c, "test/stderr", map[string]int{"bytes": size}, transport.RequestOptions{})
+	// An unread stderr pipe would block the server here: the timeout turns
+	// that into a failure.
+	call(t, c, "test/stderr", map[string]int{"bytes": size}, transport.RequestOptions{Timeout: 30 * time.Second})
 	call(t, c, "echo", nil, transport.RequestOptions{})
 	c.Close()
 	c.Wait(context.Background()) // the copy to buf is complete once the server is reaped
