@@ -28,6 +28,8 @@ type instance struct {
 
 	stack [2]uint64
 	input []byte
+	// inputPtr and inputCap are the buffer of the last snodo_alloc.
+	inputPtr, inputCap uint32
 
 	// Set by the host functions during a call.
 	output    []byte
@@ -165,13 +167,20 @@ func (inst *instance) run(ctx context.Context, e entry, method string, params []
 		defer cancel()
 	}
 
-	inst.stack[0] = uint64(len(inst.input))
-	if err := inst.alloc.CallWithStack(cctx, inst.stack[:]); err != nil {
-		return res, inst.classify(ctx, err), false
-	}
-	ptr := uint32(inst.stack[0])
-	if ptr == 0 {
-		return res, inst.failed(fmt.Sprintf("out of memory: %s returned 0 for %s of input", abi.ExportAlloc, sizeString(int64(len(inst.input))))), false
+	// ABI.md §3: the buffer of the last snodo_alloc is reused while the
+	// input fits, which saves a call (and, with the deadline mechanism, a
+	// goroutine) per call.
+	ptr := inst.inputPtr
+	if ptr == 0 || uint32(len(inst.input)) > inst.inputCap {
+		inst.stack[0] = uint64(len(inst.input))
+		if err := inst.alloc.CallWithStack(cctx, inst.stack[:]); err != nil {
+			return res, inst.classify(ctx, err), false
+		}
+		ptr = uint32(inst.stack[0])
+		if ptr == 0 {
+			return res, inst.failed(fmt.Sprintf("out of memory: %s returned 0 for %s of input", abi.ExportAlloc, sizeString(int64(len(inst.input))))), false
+		}
+		inst.inputPtr, inst.inputCap = ptr, uint32(len(inst.input))
 	}
 	if !inst.memory.Write(ptr, inst.input) {
 		return res, inst.failed(fmt.Sprintf("%s returned %d, and %s of input from there is outside the guest's memory of %s", abi.ExportAlloc, ptr, sizeString(int64(len(inst.input))), sizeString(int64(inst.memory.Size())))), false

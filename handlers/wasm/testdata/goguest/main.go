@@ -8,6 +8,7 @@ package main
 import (
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,14 @@ func init() {
 		case "log":
 			ctx.Infof("logged: %s", arg)
 			return accept(), nil
+		case "work":
+			// Guest-side work for the benchmarks: a loop of n iterations.
+			n, _ := strconv.Atoi(arg)
+			sum := uint64(0)
+			for i := range n {
+				sum += uint64(i) * uint64(i) % 7
+			}
+			return accept("sum", sum), nil
 		case "calls":
 			return accept("calls", calls), nil
 		case "config":

@@ -1,0 +1,160 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/snodo/snodo/abi/guest"
+)
+
+// The elicitation every benchmark answers.
+var benchParams = json.RawMessage(`{"message":"bench","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`)
+
+// nativeEcho is the Go guest's "echo" answer as a native Go handler: the
+// same types and the same encoding/json work, without Wasm.
+func nativeEcho(_ context.Context, _ string, params json.RawMessage) (json.RawMessage, error) {
+	var req guest.ElicitRequest
+	if err := json.Unmarshal(params, &req); err != nil {
+		return nil, err
+	}
+	return json.Marshal(guest.ElicitResult{Action: guest.Accept, Content: map[string]any{"echo": req.Message}})
+}
+
+func benchHost(b *testing.B) *Host {
+	h, err := NewHost(HostConfig{CacheDir: filepath.Join(goGuestDir, "cache"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close(context.Background()) })
+	return h
+}
+
+func benchCalls(b *testing.B, handle func(context.Context, string, json.RawMessage) (json.RawMessage, error), params json.RawMessage) {
+	ctx := context.Background()
+	if _, err := handle(ctx, "elicitation/create", params); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := handle(ctx, "elicitation/create", params); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkElicitation: one elicitation answered by a native Go handler,
+// by the Go guest doing the same work in Wasm, and by the WAT accept module
+// (whose own work is nil, so its time is the host's per-call overhead),
+// with the deadline mechanism (close-on-context-done + a per-call
+// deadline) and without it (Trusted).
+func BenchmarkElicitation(b *testing.B) {
+	b.Run("native-go", func(b *testing.B) { benchCalls(b, nativeEcho, benchParams) })
+	for _, mod := range []struct{ name, file string }{{"wasm-go", ""}, {"wasm-wat", "wat/accept/accept.wasm"}} {
+		for _, trusted := range []bool{false, true} {
+			mode := "deadline"
+			if trusted {
+				mode = "trusted"
+			}
+			b.Run(mod.name+"/"+mode, func(b *testing.B) {
+				wasm := goGuestOrFile(b, mod.file)
+				m := load(b, benchHost(b), ModuleConfig{Name: mod.name, Wasm: wasm, Trusted: trusted})
+				benchCalls(b, m.HandleRequest, benchParams)
+			})
+		}
+	}
+}
+
+// BenchmarkGuestWork: guest code dominated by a loop of 100,000 iterations,
+// with and without close-on-context-done: the cost of the deadline
+// mechanism on guest code, which Trusted avoids.
+func BenchmarkGuestWork(b *testing.B) {
+	params, _ := json.Marshal(map[string]any{"message": "work:100000", "requestedSchema": map[string]any{"type": "object"}})
+	for _, trusted := range []bool{false, true} {
+		mode := "deadline"
+		if trusted {
+			mode = "trusted"
+		}
+		b.Run(mode, func(b *testing.B) {
+			m := load(b, benchHost(b), ModuleConfig{Name: "goguest", Wasm: goGuest(b, "goguest"), Trusted: trusted})
+			benchCalls(b, m.HandleRequest, params)
+		})
+	}
+}
+
+// BenchmarkInstance: a call on a pooled instance against a call on a fresh
+// instance (instantiate, _initialize, call, close), for the Go guest and
+// the WAT accept module.
+func BenchmarkInstance(b *testing.B) {
+	for _, mod := range []struct{ name, file string }{{"go", ""}, {"wat", "wat/accept/accept.wasm"}} {
+		b.Run(mod.name+"/pooled", func(b *testing.B) {
+			m := load(b, benchHost(b), ModuleConfig{Name: mod.name, Wasm: goGuestOrFile(b, mod.file)})
+			benchCalls(b, m.HandleRequest, benchParams)
+		})
+		b.Run(mod.name+"/fresh", func(b *testing.B) {
+			m := load(b, benchHost(b), ModuleConfig{Name: mod.name, Wasm: goGuestOrFile(b, mod.file)})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				inst, err := m.newInstance(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, f, _ := inst.run(ctx, entryHandle, "elicitation/create", benchParams); f != nil {
+					b.Fatal(f)
+				}
+				inst.close(ctx)
+			}
+		})
+	}
+}
+
+// BenchmarkStart: what a snodo-run start costs for the Go guest — a new
+// Host, Load (compile, check, first instance, manifest) and the first
+// call — with an empty compilation cache (cold) and a filled one (warm).
+func BenchmarkStart(b *testing.B) {
+	wasm := goGuest(b, "goguest")
+	start := func(b *testing.B, dir string) {
+		ctx := context.Background()
+		h, err := NewHost(HostConfig{CacheDir: dir, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := h.Load(ctx, ModuleConfig{Name: "goguest", Wasm: wasm})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.HandleRequest(ctx, "elicitation/create", benchParams); err != nil {
+			b.Fatal(err)
+		}
+		h.Close(ctx)
+	}
+	b.Run("cold", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			dir := filepath.Join(b.TempDir(), fmt.Sprint(i))
+			start(b, dir)
+			b.StopTimer()
+			os.RemoveAll(dir)
+			b.StartTimer()
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		dir := b.TempDir()
+		start(b, dir)
+		for b.Loop() {
+			start(b, dir)
+		}
+	})
+}
+
+func goGuestOrFile(b *testing.B, file string) []byte {
+	if file == "" {
+		return goGuest(b, "goguest")
+	}
+	return wasmFile(b, file)
+}
