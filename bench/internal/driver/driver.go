@@ -27,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,9 @@ type Config struct {
 	Size     int    // bytes per blob
 	SlowMS   int
 	Steps    int
+	// CPUProfile, if set, is where a CPU profile of the scenario (after
+	// connecting) is written.
+	CPUProfile string
 }
 
 // Result is the JSON line a client prints.
@@ -103,6 +107,7 @@ func Main(client string, connect func(ctx context.Context, cfg Config) (Conn, er
 	flag.IntVar(&cfg.Size, "size", 8<<20, "bytes per blob")
 	flag.IntVar(&cfg.SlowMS, "slow-ms", 200, "duration of each slow call")
 	flag.IntVar(&cfg.Steps, "steps", 4, "progress notifications per slow call")
+	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
 	flag.Parse()
 	cfg.Server = strings.Fields(*server)
 	if len(cfg.Server) == 0 {
@@ -130,7 +135,22 @@ func Run(client string, cfg Config, connect func(ctx context.Context, cfg Config
 		res.Error = "connect: " + err.Error()
 		return res
 	}
+	if cfg.CPUProfile != "" {
+		f, perr := os.Create(cfg.CPUProfile)
+		if perr == nil {
+			perr = pprof.StartCPUProfile(f)
+		}
+		if perr != nil {
+			res.Error = "cpuprofile: " + perr.Error()
+			conn.Close()
+			return res
+		}
+		defer f.Close()
+	}
 	err = runScenario(ctx, conn, cfg, &res)
+	if cfg.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if cerr := conn.Close(); err == nil && cerr != nil && !benignClose(cerr) {
 		err = fmt.Errorf("close: %w", cerr)
 	}

@@ -200,18 +200,18 @@ func Cases(scale float64) []Case {
 	size := 8 << 20
 	return []Case{
 		{Server: Lean, Era: "legacy", Scenario: "seq", N: n(4000)},
-		{Server: Lean, Era: "legacy", Scenario: "conc", N: n(40000)},
-		{Server: Lean, Era: "legacy", Scenario: "blob", N: n(8), Size: size},
+		{Server: Lean, Era: "legacy", Scenario: "conc", N: n(20000)},
+		{Server: Lean, Era: "legacy", Scenario: "blob", N: n(5), Size: size},
 		{Server: Lean, Era: "legacy", Scenario: "elicit", N: n(2000)},
 		{Server: Lean, Era: "legacy", Scenario: "slow", N: 64},
 		{Server: Lean, Era: "modern", Scenario: "seq", N: n(4000)},
-		{Server: Lean, Era: "modern", Scenario: "conc", N: n(40000)},
+		{Server: Lean, Era: "modern", Scenario: "conc", N: n(20000)},
 		{Server: Lean, Era: "modern", Scenario: "elicit", N: n(2000)},
 		{Server: Lean, Era: "modern", Scenario: "slow", N: 64},
-		{Server: SDK, Era: "legacy", Scenario: "seq", N: n(2000)},
-		{Server: SDK, Era: "legacy", Scenario: "conc", N: n(10000)},
-		{Server: SDK, Era: "legacy", Scenario: "elicit", N: n(1000)},
-		{Server: SDK, Era: "modern", Scenario: "conc", N: n(10000)},
+		{Server: SDK, Era: "legacy", Scenario: "seq", N: n(1500)},
+		{Server: SDK, Era: "legacy", Scenario: "conc", N: n(4000)},
+		{Server: SDK, Era: "legacy", Scenario: "elicit", N: n(600)},
+		{Server: SDK, Era: "modern", Scenario: "conc", N: n(4000)},
 	}
 }
 
