@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/snodo/snodo/internal/interop/gosdkserver"
 )
 
 // goGuests are the Go handler modules the tests build from source, once
@@ -20,13 +22,25 @@ var goGuests = map[string]string{
 
 var goGuestDir string
 
+// serverRoleEnv makes the test binary an MCP server built with the
+// official Go SDK (legacy or 2026-07-28), for the tests that put a Wasm
+// handler behind a real client.
+const serverRoleEnv = "SNODO_WASM_TEST_SERVER"
+
 func TestMain(m *testing.M) {
+	switch os.Getenv(serverRoleEnv) {
+	case "gosdk-modern":
+		os.Exit(gosdkserver.Run(false))
+	case "gosdk-legacy":
+		os.Exit(gosdkserver.Run(true))
+	}
 	dir, err := os.MkdirTemp("", "snodo-wasm-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	goGuestDir = dir
+	os.Setenv("SNODO_WASM_TEST_GUESTS", dir)
 	if err := buildGoGuests(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
