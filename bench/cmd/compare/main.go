@@ -29,12 +29,17 @@ func main() {
 	scale := flag.Float64("scale", 1, "multiplies the number of calls in every case")
 	out := flag.String("out", "results", "directory for the raw results and the report")
 	only := flag.String("only", "", "comma-separated client names to run (default all)")
+	from := flag.String("from", "", "render the report from this raw results file instead of running")
 	flag.Parse()
 
 	root, err := harness.FindRoot()
 	check(err)
 	p := harness.Paths{Root: root, Bin: filepath.Join(root, "bin")}
 	ctx := context.Background()
+	if *from != "" {
+		check(rerender(p, *from))
+		return
+	}
 
 	start := time.Now()
 	fmt.Fprintln(os.Stderr, "building…")
@@ -169,4 +174,46 @@ func machine() string {
 		mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
 	}
 	return fmt.Sprintf("%d × %s%s%s", runtime.NumCPU(), model, mem, kernel)
+}
+
+// rerender prints the report of an earlier run from its raw results.
+func rerender(p harness.Paths, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	results := map[string]map[string][]driver.Result{}
+	rounds := 0
+	seen := map[string]bool{}
+	var failures []string
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Round int    `json:"round"`
+			Case  string `json:"case"`
+			driver.Result
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		rounds = max(rounds, r.Round)
+		seen[r.Client] = true
+		if results[r.Case] == nil {
+			results[r.Case] = map[string][]driver.Result{}
+		}
+		results[r.Case][r.Client] = append(results[r.Case][r.Client], r.Result)
+		if r.Error != "" {
+			failures = append(failures, fmt.Sprintf("round %d, %s, %s: %s", r.Round, r.Case, r.Client, r.Error))
+		}
+	}
+	var names []string
+	for _, cl := range harness.Clients(p, true) {
+		if seen[cl.Name] {
+			names = append(names, cl.Name)
+		}
+	}
+	fmt.Print(render(results, names, reportInfo{
+		rounds: rounds, scale: 1, snodo: seen[harness.Snodo], snodoErr: fmt.Errorf("not in %s", path),
+		failures: failures, versions: versions(p), machine: machine(), rawResult: path,
+	}))
+	return nil
 }

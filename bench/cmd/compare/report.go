@@ -228,10 +228,20 @@ func render(results map[string]map[string][]driver.Result, clients []string, inf
 		}
 	}
 
+	if lines := targets(results); len(lines) > 0 {
+		b.WriteString("\nSnodo against the targets (medians of this run; the best peer per row as above):\n\n")
+		for _, l := range lines {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+
 	fmt.Fprintf(&b, "\n- Machine: %s, shared with other builds and tests while measuring: figures are noisy; compare clients only within one run.\n", info.machine)
 	fmt.Fprintf(&b, "- Versions: %s.\n", strings.Join(info.versions, ", "))
-	fmt.Fprintf(&b, "- Command: `make bench-compare` (= `make -C bench compare`: `npm ci`, then `go run ./cmd/compare --rounds %d`); %d rounds took %s.\n",
-		info.rounds, info.rounds, info.elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "- Command: `make bench-compare` (= `make -C bench compare`: `npm ci`, then `go run ./cmd/compare --rounds %d`)", info.rounds)
+	if info.elapsed > 0 {
+		fmt.Fprintf(&b, "; %d rounds took %s", info.rounds, info.elapsed.Round(time.Second))
+	}
+	b.WriteString(".\n")
 	if info.scale != 1 {
 		fmt.Fprintf(&b, "- Calls per case scaled by %g.\n", info.scale)
 	}
@@ -254,4 +264,84 @@ func firstLine(v any) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// bestPeer is the best peer median for a case and value.
+func bestPeer(results map[string]map[string][]driver.Result, caseID string, value func(driver.Result) float64, higher bool) (float64, bool) {
+	best, ok := 0.0, false
+	for _, peer := range harness.Peers {
+		st := summarise(results[caseID][peer], value)
+		if !st.ok {
+			continue
+		}
+		if !ok || (higher && st.med > best) || (!higher && st.med < best) {
+			best, ok = st.med, true
+		}
+	}
+	return best, ok
+}
+
+// targets checks Snodo's medians against the performance targets, each a
+// ratio to the best peer (or to Snodo's native handler).
+func targets(results map[string]map[string][]driver.Result) []string {
+	const ll = harness.Lean + "/legacy/"
+	type target struct {
+		label  string
+		caseID string
+		value  func(driver.Result) float64
+		higher bool    // higher is better
+		limit  float64 // Snodo ÷ reference must be at most (or, if higher, at least) this
+		ref    string  // "" for the best peer, else a client name
+	}
+	ts := []target{
+		{"client CPU per call, sequential, at most 1/3 of the best peer's", ll + "seq", cpu, false, 1.0 / 3, ""},
+		{"client CPU per call, 64 concurrent, at most 1/3 of the best peer's", ll + "conc", cpu, false, 1.0 / 3, ""},
+		{"64-caller throughput at least 2× the best peer's", ll + "conc", calls, true, 2, ""},
+		{"client CPU per 8 MiB result at most 1/5 of the best peer's", ll + "blob", cpuMS, false, 1.0 / 5, ""},
+		{"elicitation round trip (native handler) at most 1/2 of the best peer's median", ll + "elicit", median, false, 0.5, ""},
+		{"elicitation answered by the Go Wasm module within 1.5× of native", ll + "elicit", median, false, 1.5, harness.Snodo},
+		{"elicitation answered by the WAT Wasm module within 1.5× of native", ll + "elicit", median, false, 1.5, harness.Snodo},
+		{"peak RSS (sequential echo) below every peer's", ll + "seq", rss, false, 1, ""},
+		{"peak RSS (8 MiB results) below every peer's", ll + "blob", rss, false, 1, ""},
+	}
+	var lines []string
+	for i, t := range ts {
+		client := harness.Snodo
+		switch i {
+		case 5:
+			client = harness.SnodoWasmGo
+		case 6:
+			client = harness.SnodoWasmWAT
+		}
+		mine := summarise(results[t.caseID][client], t.value)
+		if !mine.ok {
+			continue
+		}
+		var ref float64
+		var ok bool
+		if t.ref == "" {
+			ref, ok = bestPeer(results, t.caseID, t.value, t.higher)
+		} else {
+			st := summarise(results[t.caseID][t.ref], t.value)
+			ref, ok = st.med, st.ok
+		}
+		if !ok || ref == 0 {
+			continue
+		}
+		r := mine.med / ref
+		met := r <= t.limit
+		if t.higher {
+			met = r >= t.limit
+		}
+		verdict := "met"
+		if !met {
+			if t.higher {
+				verdict = fmt.Sprintf("missed by %.1f×", t.limit/r)
+			} else {
+				verdict = fmt.Sprintf("missed by %.1f×", r/t.limit)
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s (%s vs %s): **%s**", t.label, ratio(mine.med, ref), format(mine.med, 1), format(ref, 1), verdict))
+	}
+	return lines
 }
