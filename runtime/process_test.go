@@ -3,6 +3,7 @@ package runtime
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,11 +53,51 @@ func runHelper() {
 		fmt.Println(child.Process.Pid)
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
+	case "stubborn-mcp": // answers initialize, then ignores EOF and SIGTERM, with a grandchild
+		signal.Ignore(syscall.SIGTERM)
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), helperEnv+"=grandchild")
+		if err := child.Start(); err != nil {
+			panic(err)
+		}
+		fmt.Fprintln(os.Stderr, "grandchild", child.Process.Pid)
+		answerInitialize()
+		_, _ = io.Copy(io.Discard, helperStdin)
+		select {}
+	case "dies-on-call": // answers initialize, then exits 4 at the next request
+		answerInitialize()
+		for {
+			line, err := helperStdin.ReadString('\n')
+			if err != nil {
+				os.Exit(0)
+			}
+			if strings.Contains(line, `"id"`) {
+				fmt.Fprintln(os.Stderr, "panic: the database is gone")
+				os.Exit(4)
+			}
+		}
 	case "grandchild":
 		signal.Ignore(syscall.SIGTERM)
 		select {}
 	}
 	os.Exit(3)
+}
+
+// helperStdin is the scripted server's buffered stdin.
+var helperStdin = bufio.NewReader(os.Stdin)
+
+// answerInitialize reads the initialize request and answers it as a
+// 2025-11-25 server with no capabilities.
+func answerInitialize() {
+	line, err := helperStdin.ReadString('\n')
+	if err != nil {
+		os.Exit(1)
+	}
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal([]byte(line), &req)
+	fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"helper","version":"1"}}}`+"\n", req.ID)
 }
 
 // cmdProcess is a serverProcess over a plain exec.Cmd, standing in for the

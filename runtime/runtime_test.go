@@ -1,0 +1,239 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// The demo server and the elicit-policy module, built once from source.
+var (
+	buildOnce  sync.Once
+	buildErr   error
+	buildDir   string
+	demoBin    string
+	elicitWasm string
+)
+
+func examples(t *testing.T) {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "snodo-runtime-test")
+		if buildErr != nil {
+			return
+		}
+		demoBin = filepath.Join(buildDir, "demo")
+		elicitWasm = filepath.Join(buildDir, "elicit-policy.wasm")
+		if out, err := exec.Command("go", "build", "-o", demoBin, "../examples/servers/demo").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build examples/servers/demo: %v\n%s", err, out)
+			return
+		}
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", elicitWasm, "../examples/handlers/go/elicit-policy")
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build examples/handlers/go/elicit-policy: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+func textOf(res *snodo.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// "a handler written once answers the same elicitation from a legacy and
+// from a modern server": one Config, one Go-compiled Wasm module, the demo
+// server in each era, through the whole runtime.
+func TestOneWasmHandlerAnswersDemoElicitationInBothEras(t *testing.T) {
+	examples(t)
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			ctx := context.Background()
+			rt, err := Start(ctx, Config{
+				Server: Server{Command: demoBin, Args: []string{"--era", era}},
+				Handlers: []Handler{{ModuleConfig: ModuleConfig{Path: elicitWasm,
+					Config: json.RawMessage(`{"values":{"name":"Grace","plan":"pro"}}`)}}},
+				// The default compilation cache: compiling a Go-built module
+				// in a race-instrumented process takes long, once.
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rt.Client().Era().String(); got != era {
+				t.Errorf("connected in the %s era, want %s", got, era)
+			}
+			res, err := rt.Client().CallTool(ctx, "register", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := textOf(res); got != "registered Grace (age 36, plan pro, newsletter false)" {
+				t.Errorf("register answered %q", got)
+			}
+			if err := rt.Close(ctx); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if st := rt.ExitState(); st == nil || !st.Success() {
+				t.Errorf("demo server ended with %v, want exit 0 at EOF", st)
+			}
+		})
+	}
+}
+
+// "shutdown closes stdin, waits a grace period, then SIGTERM, then
+// SIGKILL, and starts the server in its own process group so that
+// grandchildren (npx, uvx) go too — no process left behind": through Start
+// and Close, with a real stdio connection.
+func TestCloseLeavesNoProcessOfAServerThatIgnoresEOFAndSIGTERM(t *testing.T) {
+	var stderr syncBuffer
+	rt, err := Start(context.Background(), Config{
+		Server:        Server{Command: os.Args[0], Env: []EnvVar{{Name: helperEnv, Value: "stubborn-mcp"}}},
+		Protocol:      "legacy",
+		ShutdownGrace: 100 * time.Millisecond,
+		ServerStderr:  &stderr,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid := rt.Pid()
+	if got, err := syscall.Getpgid(pgid); err != nil || got != pgid {
+		t.Errorf("server's process group is %d (%v), want its own, %d", got, err, pgid)
+	}
+	line := ""
+	for i := 0; i < 500 && !strings.HasSuffix(line, "\n"); i++ { // the copier is asynchronous
+		time.Sleep(10 * time.Millisecond)
+		line = stderr.String()
+	}
+	line = strings.TrimSpace(line)
+	grandchild, err := strconv.Atoi(strings.TrimPrefix(line, "grandchild "))
+	if err != nil {
+		t.Fatalf("server's stderr %q does not name its grandchild", line)
+	}
+	if err := rt.Close(context.Background()); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if ws, ok := rt.ExitState().Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("server ended with %v, want SIGKILL", rt.ExitState())
+	}
+	waitGone(t, grandchild)
+	if groupAlive(pgid) && !processGone(pgid) {
+		t.Errorf("process group %d still has processes", pgid)
+	}
+}
+
+// "server exits at once (its stderr tail shown in the error)"
+func TestStartShowsStderrTailOfServerThatExitsAtOnce(t *testing.T) {
+	_, err := Start(context.Background(), Config{
+		Server: Server{Command: "sh", Args: []string{"-c", "echo 'starting'; echo 'fatal: no token' >&2; exit 3"}},
+	})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Kind != jsonrpc.KindTransport || je.Code != jsonrpc.CodeConnectionClosed {
+		t.Fatalf("Start: %v, want a -32000 transport error", err)
+	}
+	for _, want := range []string{"exit status 3", "fatal: no token"} {
+		if !strings.Contains(je.Message, want) {
+			t.Errorf("error %q does not contain %q", je.Message, want)
+		}
+	}
+	var data struct {
+		ExitCode int    `json:"exitCode"`
+		Stderr   string `json:"stderr"`
+	}
+	if err := json.Unmarshal(je.Data, &data); err != nil || data.ExitCode != 3 || data.Stderr != "fatal: no token" {
+		t.Errorf("error data %s", je.Data)
+	}
+}
+
+// A server that dies in the middle of a call: the call's -32000 error
+// carries the exit status and the stderr tail.
+func TestCallErrorExplainsServerThatDied(t *testing.T) {
+	rt, err := Start(context.Background(), Config{
+		Server:   Server{Command: os.Args[0], Env: []EnvVar{{Name: helperEnv, Value: "dies-on-call"}}},
+		Protocol: "legacy",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	err = rt.Call(context.Background(), nil, func(ctx context.Context, opts ...snodo.CallOption) error {
+		_, err := rt.Client().CallTool(ctx, "anything", nil, opts...)
+		return err
+	})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeConnectionClosed {
+		t.Fatalf("call: %v, want -32000", err)
+	}
+	for _, want := range []string{"exit status 4", "panic: the database is gone"} {
+		if !strings.Contains(je.Message, want) {
+			t.Errorf("error %q does not contain %q", je.Message, want)
+		}
+	}
+}
+
+// Start fails with a *LoadError naming the module, and starts no server.
+func TestStartRefusesAModuleThatCannotLoad(t *testing.T) {
+	_, err := Start(context.Background(), Config{
+		Server:   Server{Command: "/nonexistent/server"},
+		Handlers: []Handler{{ModuleConfig: ModuleConfig{Path: "/nonexistent/policy.wasm"}}},
+	})
+	var le *LoadError
+	if !errors.As(err, &le) || le.Module != "policy" {
+		t.Fatalf("Start: %v, want a *LoadError for module policy", err)
+	}
+}
+
+// A command that does not exist is a -32000 error naming it.
+func TestStartReportsCommandNotFound(t *testing.T) {
+	_, err := Start(context.Background(), Config{Server: Server{Command: "/nonexistent/server"}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeConnectionClosed || !strings.Contains(je.Message, "/nonexistent/server") {
+		t.Fatalf("Start: %v, want -32000 naming the command", err)
+	}
+}
+
+func TestCheckProtocol(t *testing.T) {
+	for _, p := range []string{"", "auto", "legacy", "modern", "2026-07-28", "2024-11-05"} {
+		if err := CheckProtocol(p); err != nil {
+			t.Errorf("CheckProtocol(%q): %v", p, err)
+		}
+	}
+	if err := CheckProtocol("2023-01-01"); err == nil {
+		t.Error("CheckProtocol accepted an unknown version")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the stderr copier and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
