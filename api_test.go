@@ -88,6 +88,17 @@ func TestModernResultType(t *testing.T) {
 	if err != nil || res.Content[0].Text != "done" {
 		t.Fatalf("absent resultType: %v %+v", err, res)
 	}
+	// Only the top-level member counts; spacing and escapes do not matter.
+	for _, body := range []string{
+		`{"content":[{"type":"text","text":"done","resultType":"odd"}]}`,
+		`{ "resultType" : "complete" , "content":[{"type":"text","text":"done"}]}`,
+		`{"resultType":"compl\u0065te","content":[{"type":"text","text":"done"}]}`,
+	} {
+		rt = body
+		if res, err := c.CallTool(context.Background(), "a", nil); err != nil || res.Content[0].Text != "done" {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
 	rt = `{"resultType":"task_pending","content":[]}`
 	_, err = c.CallTool(context.Background(), "a", nil)
 	var e *snodo.Error

@@ -84,18 +84,22 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 		era = e
 	}
 
+	var err error
 	switch era {
 	case EraLegacy:
-		return c, c.initialize(ctx)
+		err = c.initialize(ctx)
 	case EraModern:
-		return c, c.discoverEra(ctx, false)
+		err = c.discoverEra(ctx, false)
 	default:
-		err := c.discoverEra(ctx, true)
+		err = c.discoverEra(ctx, true)
 		if errors.Is(err, errLegacyServer) {
-			return c, c.initialize(ctx)
+			err = c.initialize(ctx)
 		}
-		return c, err
 	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // errLegacyServer says the probe found a legacy server.
@@ -243,8 +247,8 @@ func (c *Client) Instructions() string { return c.instructions }
 // Transport returns the transport the client uses.
 func (c *Client) Transport() transport.Transport { return c.t }
 
-// Close closes the transport. When the server issued a session, the
-// transport is asked to delete it first.
+// Close ends the client's subscriptions and closes the transport. For
+// stdio, that closes the server's stdin; the server exits at EOF.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.subs.closeAll()

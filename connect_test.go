@@ -123,8 +123,10 @@ func TestConnectUnsupportedVersionNeverFallsBack(t *testing.T) {
 func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
 	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
 		c, err := snodo.Connect(context.Background(), newFake(t, legacyServer(v, noMore)))
-		if err != nil || c.ProtocolVersion() != v {
+		if err != nil {
 			t.Errorf("%s: err %v", v, err)
+		} else if c.ProtocolVersion() != v {
+			t.Errorf("%s: negotiated %s", v, c.ProtocolVersion())
 		}
 	}
 	for _, v := range []string{"2026-07-28", "2099-01-01", ""} {
@@ -251,14 +253,20 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 		return result(fc, `{"supportedVersions":["2026-07-28","2027-01-01"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
 	})
 	c, err = snodo.Connect(context.Background(), f)
-	if err != nil || c.ProtocolVersion() != "2027-01-01" {
-		t.Errorf("version %s, err %v; want 2027-01-01", c.ProtocolVersion(), err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ProtocolVersion() != "2027-01-01" {
+		t.Errorf("version %s, want 2027-01-01", c.ProtocolVersion())
 	}
 	f = newFake(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
 	})
 	c, err = snodo.Connect(context.Background(), f)
-	if err != nil || c.ProtocolVersion() != "2026-07-28" {
-		t.Errorf("version %s, err %v; want 2026-07-28", c.ProtocolVersion(), err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ProtocolVersion() != "2026-07-28" {
+		t.Errorf("version %s, want 2026-07-28", c.ProtocolVersion())
 	}
 }

@@ -6,4 +6,22 @@
 // 2026-07-28 revision — and answers what the server asks of the client
 // (elicitation, sampling, roots) with Handlers, which may be native Go or
 // sandboxed WebAssembly modules (handlers/wasm).
+//
+// Connect probes the server with server/discover and falls back to
+// initialize for a legacy server; the chosen era and version are kept for
+// the connection (Client.Era, Client.ProtocolVersion) and a Dialect builds
+// every request for them. The typed API covers what a client calls —
+// tools, resources, prompts, completion, and the legacy-only ping,
+// logging/setLevel and resources/subscribe — with iter.Seq2 iterators over
+// paginated lists; Client.Request sends anything else.
+//
+// Handlers are registered per method with WithHandler, and the client
+// advertises exactly the capabilities they answer. The same Handler
+// answers a legacy server's elicitation/create request and an input
+// request of a 2026-07-28 input_required result: the client runs the
+// handlers, then retries the request with their answers and the server's
+// requestState, for a bounded number of rounds.
+//
+// Every failure is a *Error (jsonrpc.Error): kind, code, message, data,
+// cause; errors.Is and errors.As work.
 package snodo

@@ -34,17 +34,39 @@ type inputRequest struct {
 //
 // See the specification's basic/index.mdx "ResultType".
 func readResultType(result json.RawMessage) (*inputRequired, error) {
-	var head struct {
-		ResultType *string `json:"resultType"`
+	var resultType json.RawMessage
+	scanned := eachMember(result, func(key, value []byte) bool {
+		if string(key) == "resultType" {
+			resultType = value
+			return false
+		}
+		return true
+	})
+	if !scanned {
+		// The exact, slower path.
+		var head struct {
+			ResultType json.RawMessage `json:"resultType"`
+		}
+		if err := unmarshal(result, &head); err != nil {
+			return nil, err
+		}
+		resultType = head.ResultType
 	}
-	if err := unmarshal(result, &head); err != nil {
-		return nil, err
-	}
-	if head.ResultType == nil || *head.ResultType == resultComplete {
+	switch string(resultType) {
+	case "", "null", `"` + resultComplete + `"`:
 		return nil, nil
-	}
-	if *head.ResultType != resultInputRequired {
-		return nil, fmt.Errorf("unknown resultType %q", *head.ResultType)
+	case `"` + resultInputRequired + `"`:
+	default:
+		var rt string
+		if err := unmarshal(resultType, &rt); err != nil {
+			return nil, fmt.Errorf("resultType must be a string, got %s", resultType)
+		}
+		if rt == resultComplete {
+			return nil, nil
+		}
+		if rt != resultInputRequired {
+			return nil, fmt.Errorf("unknown resultType %q", rt)
+		}
 	}
 	var ir inputRequired
 	if err := unmarshal(result, &ir); err != nil {

@@ -1,0 +1,54 @@
+package snodo_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// canned is a transport that answers every request at once with one
+// result, to measure the client's own cost: building the request and
+// decoding the result.
+type canned struct{ result json.RawMessage }
+
+func (c canned) Request(_ context.Context, req *jsonrpc.Request, _ transport.RequestOptions) (*jsonrpc.Response, error) {
+	if req.Method == "server/discover" {
+		return jsonrpc.NewResult(jsonrpc.Int64ID(1), json.RawMessage(discoverResult)), nil
+	}
+	return jsonrpc.NewResult(jsonrpc.Int64ID(1), c.result), nil
+}
+
+func (canned) Close() error { return nil }
+
+func BenchmarkCallToolModern(b *testing.B) {
+	c, err := snodo.Connect(context.Background(), canned{json.RawMessage(
+		`{"resultType":"complete","content":[{"type":"text","text":"the weather is fine"}],"structuredContent":{"t":21}}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := map[string]any{"city": "Paris"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.CallTool(context.Background(), "weather", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkListToolsModern(b *testing.B) {
+	c, err := snodo.Connect(context.Background(), canned{json.RawMessage(
+		`{"resultType":"complete","tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","description":"bee","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}],"ttlMs":1000,"cacheScope":"public"}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.ListTools(context.Background(), ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
