@@ -331,13 +331,21 @@ func (r *Runtime) StderrTail() string {
 
 // Explain adds what is known about the server's end to a connection error
 // (-32000): its exit status, and the tail of its stderr, in the message and
-// as data {"exitCode", "stderr"}. Other errors are returned as they are.
+// as data {"exitCode", "stderr"}. The result is a copy whose message
+// includes the original's cause (and whose Cause is nil). Other errors are
+// returned as they are.
 func (r *Runtime) Explain(err error) error {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Kind != jsonrpc.KindTransport || je.Code != jsonrpc.CodeConnectionClosed {
 		return err
 	}
 	e := *je
+	// The cause goes into the message, before what the server left: the
+	// message then reads in order, the server's last words at the end.
+	if e.Cause != nil {
+		e.Message += ": " + e.Cause.Error()
+		e.Cause = nil
+	}
 	data := map[string]any{}
 	if r.conn != nil {
 		// The server may still be on its way out; give it a moment.
@@ -345,7 +353,9 @@ func (r *Runtime) Explain(err error) error {
 		state, _ := r.conn.Wait(wctx)
 		cancel()
 		if state != nil {
-			e.Message += fmt.Sprintf(" (server %s)", state)
+			if !strings.Contains(e.Message, state.String()) {
+				e.Message += fmt.Sprintf(" (server %s)", state)
+			}
 			data["exitCode"] = state.ExitCode()
 		}
 		select { // the rest of stderr, once the server's end is closed

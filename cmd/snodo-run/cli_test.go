@@ -561,3 +561,37 @@ func TestHelpHasAnExampleForEveryCommand(t *testing.T) {
 	contains(t, "completion", ok(t, cli(t, "completion", "bash")).stdout, "bash completion")
 	contains(t, "version", ok(t, cli(t, "version")).stdout, `"handlerABI":1`)
 }
+
+// handlers check passes every example module, in each language, as
+// scripts/build-examples.sh builds or commits it.
+func TestHandlersCheckEveryExampleModule(t *testing.T) {
+	modules := []string{elicitWasm, samplingWasm,
+		filepath.Join(examplesDir, "c", "roots", "roots.wasm"),
+		filepath.Join(examplesDir, "assemblyscript", "progress-cancel", "progress-cancel.wasm"),
+		filepath.Join(examplesDir, "wat", "accept", "accept.wasm"),
+		stopAfterWasm,
+	}
+	for _, m := range modules {
+		t.Run(filepath.Base(m), func(t *testing.T) {
+			r := ok(t, cli(t, "handlers", "check", m, "-o", "text"))
+			contains(t, "check", r.stdout, "ABI version 1", "exports:")
+		})
+	}
+}
+
+// The C roots module and the AssemblyScript progress consumer at work
+// against the demo server, in both eras.
+func TestCAndAssemblyScriptModulesAgainstDemo(t *testing.T) {
+	roots := filepath.Join(examplesDir, "c", "roots", "roots.wasm")
+	progress := filepath.Join(examplesDir, "assemblyscript", "progress-cancel", "progress-cancel.wasm")
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			r := ok(t, cli(t, "--handler", roots, "--handler-config", `["/srv/shared data","/home/me"]`,
+				"tools", "call", "roots", "-o", "text", "--", demo, "--era", era))
+			contains(t, "roots", r.stdout, "2 roots: file:///srv/shared%20data, file:///home/me")
+			r = cli(t, "--progress", progress, "--handler-config", `{"maxProgress":2}`,
+				"tools", "call", "count", "--arg", "steps=50", "--arg", "delay_ms=20", "--", demo, "--era", era)
+			exits(t, r, exitHandler, "handler")
+		})
+	}
+}

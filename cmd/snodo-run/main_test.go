@@ -34,7 +34,8 @@ var (
 
 // Modules committed beside their WAT source.
 var (
-	watDir          = filepath.Join("..", "..", "examples", "handlers", "wat")
+	examplesDir     = filepath.Join("..", "..", "examples", "handlers")
+	watDir          = filepath.Join(examplesDir, "wat")
 	stopAfterWasm   = filepath.Join(watDir, "stop-after", "stop-after.wasm")
 	trapWasm        = filepath.Join(watDir, "hostile", "trap.wasm")
 	missingExpWasm  = filepath.Join(watDir, "hostile", "missing-exports.wasm")
@@ -68,7 +69,7 @@ func TestMain(m *testing.M) {
 }
 
 func buildAll(dir string) error {
-	for _, p := range []*string{&watDir, &stopAfterWasm, &trapWasm, &missingExpWasm, &badManifestWasm, &everythingBin} {
+	for _, p := range []*string{&examplesDir, &watDir, &stopAfterWasm, &trapWasm, &missingExpWasm, &badManifestWasm, &everythingBin} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The demo behind `make demo` (which first builds the example Wasm handlers
+# with scripts/build-examples.sh): snodo-run starts the demo MCP server,
+# the server asks the client to fill in a form, and a sandboxed Wasm module
+# answers it — in both protocol eras — then a long tool call shows its
+# progress.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mkdir -p bin
+echo "building snodo-run and the demo server…"
+go build -o bin/snodo-run ./cmd/snodo-run
+go build -o bin/demo ./examples/servers/demo
+
+policy=examples/handlers/go/elicit-policy/elicit-policy.wasm
+if [ ! -f "$policy" ]; then
+	# make examples builds it; Go alone is enough for this one.
+	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$policy" ./examples/handlers/go/elicit-policy
+fi
+config='{"values": {"name": "Ada Lovelace", "plan": "pro"}, "rules": [{"match": "delete", "action": "decline"}]}'
+
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+run() { step "$@"; "$@"; }
+
+echo
+echo "The demo server's register tool asks the client for a form (elicitation)."
+echo "The Go-compiled Wasm module $policy answers it from its configuration."
+
+run bin/snodo-run --handler "$policy" --handler-config "$config" \
+	tools call register --output text -- bin/demo --era modern
+
+echo
+echo "The same module answers the same form from a legacy (initialize-era) server:"
+run bin/snodo-run --handler "$policy" --handler-config "$config" \
+	tools call register --output text -- bin/demo --era legacy
+
+echo
+echo "A long tool call reports progress (a live bar on a terminal, log lines otherwise):"
+progress=()
+[ -t 2 ] || progress=(--verbose)
+run bin/snodo-run "${progress[@]}" tools call count --arg steps=10 --arg delay_ms=300 --output text -- bin/demo
+
+echo
+echo "What the server offers, for people:"
+run bin/snodo-run --handler "$policy" tools list --output text -- bin/demo
+echo
+echo "More: bin/snodo-run --help, and docs/CLI.md."
