@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -594,4 +595,22 @@ func TestCAndAssemblyScriptModulesAgainstDemo(t *testing.T) {
 			exits(t, r, exitHandler, "handler")
 		})
 	}
+}
+
+// "when the server reports progress and stderr is a terminal, a live
+// progress bar with the server's message": run under script(1), which
+// gives snodo-run a pseudo-terminal.
+func TestProgressBarOnATerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatal("script(1) is needed to give snodo-run a terminal: install the Debian package bsdutils (util-linux)")
+	}
+	line := strings.Join([]string{binary, "tools", "call", "count", "--arg", "steps=3", "--arg", "delay_ms=50", "--", demo}, " ")
+	cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
+	cmd.Env = append(os.Environ(), "SNODO_CACHE_DIR="+cacheDir, "TERM=xterm")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	contains(t, "terminal output", string(out), "step 2 of 3  66% |", "step 3 of 3", "counted to 3")
 }

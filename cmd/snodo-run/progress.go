@@ -58,7 +58,6 @@ func (v *progressView) showBar(f *os.File) func(snodo.Progress) {
 				progressbar.OptionClearOnFinish(),
 				progressbar.OptionSetPredictTime(false),
 				progressbar.OptionSpinnerType(14),
-				progressbar.OptionFullWidth(),
 			)
 		} else if max > 0 && max != v.bar.GetMax64() {
 			v.bar.ChangeMax64(max)
