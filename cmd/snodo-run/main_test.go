@@ -43,7 +43,7 @@ var (
 )
 
 // everythingBin is @modelcontextprotocol/server-everything, installed by
-// npm ci in internal/interop/everything (what .ci/deps.d does).
+// .ci/deps.d/20-npm-interop.sh (npm ci in internal/interop/everything).
 var everythingBin = filepath.Join("..", "..", "internal", "interop", "everything", "node_modules", ".bin", "mcp-server-everything")
 
 func TestMain(m *testing.M) {
@@ -268,7 +268,7 @@ func everything(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(abs); err != nil {
-		t.Fatalf("@modelcontextprotocol/server-everything is not installed at %s: run `npm ci` in internal/interop/everything (the .ci/deps.d scripts do it; needs node and npm)", abs)
+		t.Fatalf("@modelcontextprotocol/server-everything is not installed at %s: run `bash .ci/deps.d/20-npm-interop.sh` (npm ci in internal/interop/everything; needs node 20 and npm)", abs)
 	}
 	return abs
 }
