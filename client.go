@@ -152,8 +152,11 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 			_ = unmarshal(e.Data, &data)
 			next, ok := newestModern("", data.Supported)
 			if !ok || attempt > 0 || next == version {
+				// The error marks a modern server: no fallback, but say
+				// how to reach the legacy versions it may list.
 				return protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
-					"the server is modern but supports %v, none of Snodo's modern versions %v", data.Supported, modernVersions)
+					"server/discover answered -32022 with supported versions %v, none of Snodo's modern versions %v; to use a legacy version the server lists, connect WithEra(EraLegacy)",
+					data.Supported, modernVersions)
 			}
 			version = next
 			continue

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,15 @@ func Run(legacy bool) int {
 	if legacy {
 		versions = versions[1:]
 	}
+	return run(versions, legacy)
+}
+
+// RunVersions serves the given versions, answering server/discover the
+// SDK's own way: a request for a version it does not serve gets -32022
+// with the list.
+func RunVersions(versions []string) int { return run(versions, false) }
+
+func run(versions []string, legacy bool) int {
 	s := mcp.NewServer(&mcp.Implementation{Name: "interop-gosdk", Version: "1.8.0"}, &mcp.ServerOptions{
 		Instructions:              "Interop server for Snodo.",
 		SupportedProtocolVersions: versions,
@@ -38,7 +48,7 @@ func Run(legacy bool) int {
 			Logging:   &mcp.LoggingCapabilities{},
 		},
 	})
-	registerTools(s, legacy)
+	registerTools(s, !slices.Contains(versions, "2026-07-28"))
 	var t mcp.Transport = &mcp.IOTransport{Reader: Stdin, Writer: Stdout}
 	if legacy {
 		t = noDiscover{t}
