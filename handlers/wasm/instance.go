@@ -255,7 +255,11 @@ func (inst *instance) classify(caller context.Context, err error) *callFailure {
 			deadlineOrCancel = true
 			cause = "call cancelled by the caller"
 		default:
-			cause = fmt.Sprintf("proc_exit(%d)", exit.ExitCode())
+			if m.pool.isClosed() {
+				cause = "module closed during the call"
+			} else {
+				cause = fmt.Sprintf("proc_exit(%d)", exit.ExitCode())
+			}
 		}
 	default:
 		line, _, _ := strings.Cut(err.Error(), "\n")

@@ -114,6 +114,12 @@ func (p *pool) close(ctx context.Context) {
 	}
 }
 
+func (p *pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
 // PoolStats describes a module's instances.
 type PoolStats struct {
 	// Alive is the number of instances alive now, idle or busy.
