@@ -122,6 +122,11 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 		raw, err := c.call(ctx, "server/discover", nil, &callConfig{timeout: timeout})
 		if err == nil {
 			res, err := decodeDiscover(raw)
+			if fallback && (err != nil || len(res.SupportedVersions) == 0) {
+				// Not a DiscoverResult: a lax legacy server that answers
+				// any method.
+				return errLegacyServer
+			}
 			if err != nil {
 				return badResult("server/discover", err)
 			}

@@ -270,3 +270,24 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 		t.Errorf("version %s, want 2026-07-28", c.ProtocolVersion())
 	}
 }
+
+// A result that is not a DiscoverResult (a lax legacy server answering any
+// method with {}) is not a modern answer: fall back.
+func TestConnectNonDiscoverResultFallsBack(t *testing.T) {
+	f := newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+		switch fc.Req.Method {
+		case "server/discover":
+			return result(fc, `{}`)
+		case "initialize":
+			return result(fc, initializeResult("2025-03-26"))
+		}
+		return noMore(fc)
+	})
+	c, err := snodo.Connect(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-03-26" {
+		t.Errorf("era %v version %s", c.Era(), c.ProtocolVersion())
+	}
+}
