@@ -99,7 +99,26 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 	if err != nil {
 		return nil, err
 	}
+	if d, ok := t.(doner); ok && c.Era() == EraLegacy {
+		// Emulated subscriptions end with the connection, as transport
+		// ones do.
+		go func() {
+			<-d.Done()
+			err := d.Err()
+			if err == nil {
+				err = transport.ConnectionError("connection closed", nil)
+			}
+			c.subs.failAll(err)
+		}()
+	}
 	return c, nil
+}
+
+// doner is implemented by a transport that says when its connection has
+// stopped, and why (stdio does).
+type doner interface {
+	Done() <-chan struct{}
+	Err() error
 }
 
 // errLegacyServer says the probe found a legacy server.

@@ -42,9 +42,10 @@ type SubscriptionFilter struct {
 // advertises; resource URIs when it supports resources/subscribe, each
 // subscribed with resources/subscribe), and the matching notifications the
 // server sends are delivered to the subscription. Closing it unsubscribes
-// the URIs no other subscription holds. A legacy subscription does not see
-// the connection end: it ends when it is closed, ctx ends, or the client
-// is closed.
+// the URIs no other subscription holds. It ends when it is closed, ctx
+// ends, the client is closed, or — on a transport that reports it with
+// Done and Err methods, as stdio does — the connection stops, with a
+// -32000 error.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter, opts ...CallOption) (SubscriptionFilter, *Subscription, error) {
 	cc := c.callConfig(opts)
 	if c.Era() != EraModern {
@@ -107,9 +108,10 @@ func decodeAccepted(raw json.RawMessage) (SubscriptionFilter, error) {
 // legacySubscriptions are the emulated subscriptions of a legacy
 // connection.
 type legacySubscriptions struct {
-	mu   sync.Mutex
-	next int64
-	subs map[*Subscription]SubscriptionFilter
+	mu    sync.Mutex
+	next  int64
+	subs  map[*Subscription]SubscriptionFilter
+	ended error // the connection's end, once it has stopped
 }
 
 func (ls *legacySubscriptions) init() { ls.subs = map[*Subscription]SubscriptionFilter{} }
@@ -142,8 +144,14 @@ func (c *Client) listenLegacy(ctx context.Context, filter SubscriptionFilter, cc
 		ls.mu.Unlock()
 		return c.unsubscribeUnused(f.ResourceSubscriptions)
 	})
-	ls.subs[sub] = accepted
+	ended := ls.ended
+	if ended == nil {
+		ls.subs[sub] = accepted
+	}
 	ls.mu.Unlock()
+	if ended != nil {
+		sub.Finish(ended)
+	}
 	return accepted, sub, nil
 }
 
@@ -209,15 +217,22 @@ func wants(f SubscriptionFilter, method, uri string) bool {
 }
 
 // closeAll ends every legacy subscription, at Client.Close.
-func (ls *legacySubscriptions) closeAll() {
+func (ls *legacySubscriptions) closeAll() { ls.failAll(nil) }
+
+// failAll ends every legacy subscription with err (nil: a clean end), and
+// any later one at once.
+func (ls *legacySubscriptions) failAll(err error) {
 	ls.mu.Lock()
 	subs := make([]*Subscription, 0, len(ls.subs))
 	for s := range ls.subs {
 		subs = append(subs, s)
 	}
 	ls.subs = map[*Subscription]SubscriptionFilter{}
+	if err != nil {
+		ls.ended = err
+	}
 	ls.mu.Unlock()
 	for _, s := range subs {
-		s.Finish(nil)
+		s.Finish(err)
 	}
 }

@@ -113,3 +113,51 @@ func TestListenLegacyEmulation(t *testing.T) {
 		t.Errorf("Close should end legacy subscriptions: %v", err)
 	}
 }
+
+// doneFake is a fake that reports the end of its connection, as stdio does.
+type doneFake struct {
+	*fake
+	done chan struct{}
+}
+
+func (d doneFake) Done() <-chan struct{} { return d.done }
+func (d doneFake) Err() error {
+	select {
+	case <-d.done:
+		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeConnectionClosed, Message: "server exited"}
+	default:
+		return nil
+	}
+}
+
+// "open subscriptions end with a -32000 error" when the connection goes:
+// emulated legacy ones too, on a transport that reports its end.
+func TestListenLegacyEndsWithTheConnection(t *testing.T) {
+	d := doneFake{newFake(t, legacyServer("2025-11-25", noMore)), make(chan struct{})}
+	c, err := snodo.Connect(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sub, err := c.Listen(context.Background(), snodo.SubscriptionFilter{ToolsListChanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(d.done)
+	var e *jsonrpc.Error
+	if _, err := sub.Next(context.Background()); !errors.As(err, &e) || e.Code != jsonrpc.CodeConnectionClosed {
+		t.Errorf("next after the connection ended: %v", err)
+	}
+	// A subscription opened afterwards ends at once, the same way.
+	for {
+		_, sub2, err := c.Listen(context.Background(), snodo.SubscriptionFilter{ToolsListChanged: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = sub2.Next(context.Background())
+		if errors.As(err, &e) && e.Code == jsonrpc.CodeConnectionClosed {
+			break
+		}
+		// The watcher has not run yet: the subscription was open; retry.
+		sub2.Close()
+	}
+}
