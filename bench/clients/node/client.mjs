@@ -132,6 +132,9 @@ async function blob(client, cfg, res) {
 }
 
 async function slow(client, cfg, res) {
+  // A warm-up call, with progress, as in internal/driver.
+  const warm = await call(client, 'slow', { ms: 1, steps: 1 }, { onprogress: () => {} });
+  if (warm !== 'done') throw new Error(`warm-up: slow answered ${warm}`);
   let progress = 0;
   const cpu0 = cpuMicros();
   const start = now();

@@ -66,6 +66,7 @@ func figures() []figure {
 		{"client peak RSS, 8 MiB results, MiB", ll + "blob", rss, false, 0},
 		{"64 parallel 200 ms calls, wall ms (200 = no serialisation)", ll + "slow", wall, false, 0},
 		{"progress notifications delivered, %", ll + "slow", progress, true, 0},
+		{"client CPU per slow call with 4 progress notifications, µs", ll + "slow", cpu, false, 0},
 		{"modern era: sequential echo, median µs", lm + "seq", median, false, 1},
 		{"modern era: 64 concurrent callers, calls/s", lm + "conc", calls, true, 0},
 		{"modern era: client CPU per call, sequential, µs", lm + "seq", cpu, false, 1},

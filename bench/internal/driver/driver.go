@@ -314,6 +314,11 @@ func blob(ctx context.Context, conn Conn, cfg Config, res *Result) error {
 }
 
 func slow(ctx context.Context, conn Conn, cfg Config, res *Result) error {
+	// A warm-up call, with progress, so that first-use costs (codec
+	// compilation, pools) are not charged to the measured calls.
+	if got, err := conn.Slow(ctx, 1, 1, func() {}); err != nil || got != "done" {
+		return fmt.Errorf("warm-up: slow answered %q, %v", got, err)
+	}
 	var progress atomic.Int64
 	var ok atomic.Int64
 	errs := make(chan error, cfg.N)
