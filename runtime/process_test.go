@@ -76,6 +76,42 @@ func runHelper() {
 				os.Exit(4)
 			}
 		}
+	case "two-asks": // at tools/call, asks two elicitations at once and reports how each was answered
+		answerInitialize()
+		var callID json.RawMessage
+		answers := map[string]string{}
+		for {
+			line, err := helperStdin.ReadString('\n')
+			if err != nil {
+				os.Exit(0)
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Error  *struct {
+					Code int `json:"code"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal([]byte(line), &m)
+			switch {
+			case m.Method == "tools/call":
+				callID = m.ID
+				for _, id := range []string{"a", "b"} {
+					fmt.Printf(`{"jsonrpc":"2.0","id":%q,"method":"elicitation/create","params":{"mode":"form","message":"%s?","requestedSchema":{"type":"object","properties":{}}}}`+"\n", id, id)
+				}
+			case m.Method == "" && (string(m.ID) == `"a"` || string(m.ID) == `"b"`):
+				answer := "ok"
+				if m.Error != nil {
+					answer = strconv.Itoa(m.Error.Code)
+				}
+				answers[strings.Trim(string(m.ID), `"`)] = answer
+				if len(answers) == 1 {
+					fmt.Printf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"first answered: %s"}}`+"\n", strings.Trim(string(m.ID), `"`))
+				} else {
+					fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"a=%s b=%s"}]}}`+"\n", callID, answers["a"], answers["b"])
+				}
+			}
+		}
 	case "grandchild":
 		signal.Ignore(syscall.SIGTERM)
 		select {}

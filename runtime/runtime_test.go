@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -236,4 +237,53 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// "one concurrency limit (max-server-requests) shared by legacy server
+// requests and MRTR input requests": with a limit of 1, a legacy server's
+// second request, sent while the first one's handler runs, is answered
+// -32603 at once without running the handler; with 2, both run.
+func TestMaxServerRequestsBoundsHandlersOfALegacyServer(t *testing.T) {
+	for _, tc := range []struct {
+		limit int
+		want  string
+	}{{1, "a=ok b=-32603"}, {2, "a=ok b=ok"}} {
+		t.Run(strconv.Itoa(tc.limit), func(t *testing.T) {
+			var calls atomic.Int32
+			release := make(chan struct{})
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			rt, err := Start(context.Background(), Config{
+				Server:            Server{Command: os.Args[0], Env: []EnvVar{{Name: helperEnv, Value: "two-asks"}}},
+				Protocol:          "legacy",
+				MaxServerRequests: tc.limit,
+				Native: map[string]snodo.Handler{snodo.MethodElicit: snodo.HandlerFunc(func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+					if calls.Add(1) == 2 {
+						free()
+					}
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+					return json.RawMessage(`{"action":"decline"}`), nil
+				})},
+				// The server says when the first request has been answered.
+				OnLog: func(m snodo.LogMessage) { free() },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close(context.Background())
+			res, err := rt.Client().CallTool(context.Background(), "ask", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := textOf(res); got != tc.want {
+				t.Errorf("limit %d: %s, want %s", tc.limit, got, tc.want)
+			}
+			if got := int(calls.Load()); got != tc.limit {
+				t.Errorf("limit %d: the handler ran %d times", tc.limit, got)
+			}
+		})
+	}
 }
