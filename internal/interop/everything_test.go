@@ -2,6 +2,8 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
 )
 
 // everythingArgv returns the command that runs the pinned
@@ -155,5 +158,60 @@ func TestServerEverything(t *testing.T) {
 	}
 	if err := c.SetLogLevel(ctx, snodo.LogError); err != nil {
 		t.Error(err)
+	}
+}
+
+// URL-mode elicitation against server-everything: the client advertises
+// the url mode only when asked to, the server's tool appears only then, and
+// the same handler gets the url request; the -32042 error path reaches the
+// caller as a *snodo.Error with its code and data.
+func TestServerEverythingURLElicitation(t *testing.T) {
+	srv := startServer(t, "", everythingArgv(t)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var modes []string
+	h := snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		var p struct {
+			Mode string `json:"mode"`
+			URL  string `json:"url"`
+		}
+		_ = json.Unmarshal(params, &p)
+		mu.Lock()
+		modes = append(modes, p.Mode+" "+p.URL)
+		mu.Unlock()
+		return json.RawMessage(`{"action":"accept"}`), nil
+	})
+	c, err := snodo.Connect(ctx, srv.conn, snodo.WithHandler(snodo.MethodElicit, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for range 100 {
+		for tool, err := range c.Tools(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = found || tool.Name == "trigger-url-elicitation"
+		}
+		if found {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !found {
+		t.Fatal("trigger-url-elicitation not offered to a client with url elicitation")
+	}
+	mustCall(t, c, "trigger-url-elicitation", map[string]string{"url": "https://example.com/login"})
+	mu.Lock()
+	if len(modes) != 1 || modes[0] != "url https://example.com/login" {
+		t.Errorf("handler saw %q", modes)
+	}
+	mu.Unlock()
+
+	_, err = c.CallTool(ctx, "trigger-url-elicitation", map[string]any{"url": "https://example.com/other", "errorPath": true})
+	var e *snodo.Error
+	if !errors.As(err, &e) || e.Kind != jsonrpc.KindServer || e.Code != jsonrpc.CodeURLElicitationRequired || len(e.Data) == 0 {
+		t.Errorf("error path: %v", err)
 	}
 }
