@@ -112,6 +112,30 @@ func runHelper() {
 				}
 			}
 		}
+	case "mrtr-two": // 2026-07-28: tools/call asks for two elicitations in one input_required result
+		for {
+			line, err := helperStdin.ReadString('\n')
+			if err != nil {
+				os.Exit(0)
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params struct {
+					InputResponses map[string]json.RawMessage `json:"inputResponses"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal([]byte(line), &m)
+			switch {
+			case m.Method == "server/discover":
+				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"helper","version":"1"}}}}`+"\n", m.ID)
+			case m.Method == "tools/call" && m.Params.InputResponses == nil:
+				ask := `{"method":"elicitation/create","params":{"mode":"form","message":"?","requestedSchema":{"type":"object","properties":{}}}}`
+				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"input_required","inputRequests":{"a":%s,"b":%s}}}`+"\n", m.ID, ask, ask)
+			case m.Method == "tools/call":
+				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","content":[{"type":"text","text":"answered %d"}]}}`+"\n", m.ID, len(m.Params.InputResponses))
+			}
+		}
 	case "grandchild":
 		signal.Ignore(syscall.SIGTERM)
 		select {}

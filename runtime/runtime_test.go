@@ -287,3 +287,44 @@ func TestMaxServerRequestsBoundsHandlersOfALegacyServer(t *testing.T) {
 		})
 	}
 }
+
+// The same limit bounds the input requests of a 2026-07-28 server: with a
+// limit of 1, the two input requests of one input_required result run one
+// after the other (they wait for a slot; they are not refused).
+func TestMaxServerRequestsBoundsInputRequestsOfAModernServer(t *testing.T) {
+	var running, most atomic.Int32
+	arrived := make(chan struct{}, 2)
+	rt, err := Start(context.Background(), Config{
+		Server:            Server{Command: os.Args[0], Env: []EnvVar{{Name: helperEnv, Value: "mrtr-two"}}},
+		Protocol:          "modern",
+		MaxServerRequests: 1,
+		Native: map[string]snodo.Handler{snodo.MethodElicit: snodo.HandlerFunc(func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			arrived <- struct{}{}
+			// Give a second handler the chance to start beside this one,
+			// which the limit must prevent.
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			return json.RawMessage(`{"action":"decline"}`), nil
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	res, err := rt.Client().CallTool(context.Background(), "ask", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(res); got != "answered 2" {
+		t.Errorf("result %q, want both input requests answered", got)
+	}
+	if got := most.Load(); got != 1 {
+		t.Errorf("%d handlers ran at once under a limit of 1", got)
+	}
+}
