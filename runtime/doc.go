@@ -1,0 +1,30 @@
+// Package runtime assembles one running MCP client from one Config value:
+// the server process, started as the leader of its own process group, and
+// its stdio connection; the client, speaking the era Config.Protocol asks
+// for (probing by default); the Wasm handler modules answering what the
+// server asks (elicitation, sampling, roots) in both eras; the progress and
+// subscription consumer modules; and one concurrency limit,
+// Config.MaxServerRequests, shared by the requests a legacy server sends
+// and the input requests of a 2026-07-28 server.
+//
+//	rt, err := runtime.Start(ctx, runtime.Config{
+//		Server:   runtime.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
+//		Handlers: []runtime.Handler{{ModuleConfig: runtime.ModuleConfig{Path: "elicit-policy.wasm"}}},
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	defer rt.Close(context.Background())
+//	res, err := rt.Client().CallTool(ctx, "trigger-elicitation-request", nil)
+//
+// Close shuts the server down the way MCP's stdio transport asks: its stdin
+// is closed and it is given a grace period to exit; then its process group
+// gets SIGTERM, and after another grace period SIGKILL, so that whatever the
+// server started (npx, uvx, a shell wrapper) goes with it. Errors about a
+// server that exited carry its exit status and the tail of its stderr.
+//
+// Note: the package is named after what it assembles; import it with a
+// name of your own if it shadows the standard library's runtime.
+//
+// The snodo-run command is a thin layer over this package.
+package runtime
