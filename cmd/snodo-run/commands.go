@@ -605,9 +605,10 @@ what is missing or wrong, with exit code 5.`,
 		Long: `test loads the module and gives it one input: a request (--method
 elicitation/create, sampling/createMessage or roots/list, with the request's
 params), a progress notification (--method progress, with its params), or a
-subscription event (--method notifications/…). It prints the module's result;
-a module error or crash is reported with exit code 5. --handler-config gives
-the module its configuration.`,
+subscription event (--method notifications/…). It prints the module's result
+({"stop": …} for a consumer); a module error or crash, and a progress
+consumer's request to cancel, are reported as errors with exit code 5.
+--handler-config gives the module its configuration.`,
 		Example: `  snodo-run handlers test elicit.wasm --method elicitation/create \
     --params '{"mode":"form","message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"Ada"}}}}'`,
 		Args: cobra.ExactArgs(1),
