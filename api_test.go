@@ -293,12 +293,16 @@ func TestTypedAPIMethods(t *testing.T) {
 	if string(f.sent("prompts/get")[0].param("arguments")) != `{"q":"v"}` {
 		t.Error("prompts/get arguments")
 	}
-	var cp snodo.CompleteParams
-	cp.Ref = snodo.CompletionRef{Type: "ref/prompt", Name: "p"}
-	cp.Argument.Name, cp.Argument.Value = "q", "o"
-	cr, err := c.Complete(ctx, cp)
+	cr, err := c.Complete(ctx, snodo.CompleteParams{
+		Ref:      snodo.CompletionRef{Type: "ref/prompt", Name: "p"},
+		Argument: snodo.CompletionArgument{Name: "q", Value: "o"},
+		Context:  &snodo.CompletionContext{Arguments: map[string]string{"style": "formal"}},
+	})
 	if err != nil || !slices.Equal(cr.Completion.Values, []string{"one", "two"}) || !cr.Completion.HasMore {
 		t.Errorf("completion %+v %v", cr, err)
+	}
+	if got := string(f.sent("completion/complete")[0].Req.Params); !contains(got, `"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"q","value":"o"},"context":{"arguments":{"style":"formal"}}`) {
+		t.Errorf("completion params %s", got)
 	}
 	raw, err := c.Request(ctx, "x/custom", json.RawMessage(`{"a":1,"_meta":{"com.example/k":"v"}}`))
 	if err != nil || string(raw) != `{"ok":1}` {

@@ -16,15 +16,21 @@ type CompletionRef struct {
 
 // CompleteParams are the params of completion/complete.
 type CompleteParams struct {
-	Ref      CompletionRef `json:"ref"`
-	Argument struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
-	} `json:"argument"`
+	Ref      CompletionRef      `json:"ref"`
+	Argument CompletionArgument `json:"argument"`
 	// Context holds the values of arguments already resolved.
-	Context *struct {
-		Arguments map[string]string `json:"arguments,omitempty"`
-	} `json:"context,omitempty"`
+	Context *CompletionContext `json:"context,omitempty"`
+}
+
+// CompletionArgument is the argument being completed and its value so far.
+type CompletionArgument struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// CompletionContext holds the values of arguments already resolved.
+type CompletionContext struct {
+	Arguments map[string]string `json:"arguments,omitempty"`
 }
 
 // CompleteResult is the result of completion/complete.
