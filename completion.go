@@ -23,13 +23,15 @@ type CompleteParams struct {
 }
 
 // CompletionArgument is the argument being completed and its value so far.
-type CompletionArgument struct {
+// It is an alias of the unnamed struct, so either spelling builds one.
+type CompletionArgument = struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
 }
 
-// CompletionContext holds the values of arguments already resolved.
-type CompletionContext struct {
+// CompletionContext holds the values of arguments already resolved. It is
+// an alias of the unnamed struct, so either spelling builds one.
+type CompletionContext = struct {
 	Arguments map[string]string `json:"arguments,omitempty"`
 }
 
