@@ -35,7 +35,10 @@ func benchHost(b *testing.B) *Host {
 }
 
 func benchCalls(b *testing.B, handle func(context.Context, string, json.RawMessage) (json.RawMessage, error), params json.RawMessage) {
-	ctx := context.Background()
+	benchCallsCtx(b, context.Background(), handle, params)
+}
+
+func benchCallsCtx(b *testing.B, ctx context.Context, handle func(context.Context, string, json.RawMessage) (json.RawMessage, error), params json.RawMessage) {
 	if _, err := handle(ctx, "elicitation/create", params); err != nil {
 		b.Fatal(err)
 	}
@@ -67,6 +70,14 @@ func BenchmarkElicitation(b *testing.B) {
 				benchCalls(b, m.HandleRequest, benchParams)
 			})
 		}
+		// A caller whose context can be cancelled, as the client's server
+		// requests are: the host also watches that context during the call.
+		b.Run(mod.name+"/deadline+cancellable-ctx", func(b *testing.B) {
+			m := load(b, benchHost(b), ModuleConfig{Name: mod.name, Wasm: goGuestOrFile(b, mod.file)})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			benchCallsCtx(b, ctx, m.HandleRequest, benchParams)
+		})
 	}
 }
 

@@ -152,3 +152,17 @@ func TestMethodNotInManifestIsMethodNotFound(t *testing.T) {
 	_, err := m.HandleRequest(context.Background(), "sampling/createMessage", json.RawMessage(`{}`))
 	wantHandlerError(t, err, jsonrpc.CodeMethodNotFound, `wasm module "accept" does not answer sampling/createMessage`)
 }
+
+// ABI.md §6: each call runs under a deadline "never longer than the
+// caller's context".
+func TestCallerDeadlineStopsTheCallFirst(t *testing.T) {
+	h := newHost(t)
+	m := load(t, h, hostile(t, "loop"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err := m.HandleRequest(ctx, "elicitation/create", elicit("x"))
+	wantHandlerError(t, err, jsonrpc.CodeInternalError, `wasm module "loop"`, "the caller's deadline passed during the call")
+	if st := m.Stats(); st.Discarded != 1 {
+		t.Fatalf("stats %+v, want the stopped instance discarded", st)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -37,7 +38,25 @@ type instance struct {
 	violation *violation
 
 	stderr stderrBuffer
+
+	// ctx is what every call of this instance runs under: it carries the
+	// instance to the host functions and, unless the module is trusted,
+	// is cancelled by the deadline timer or by the caller's context, which
+	// makes wazero stop the guest. Made once per instance, so a call
+	// allocates no context of its own. Once cancelled, the instance is
+	// dead: wazero has closed it.
+	ctx          context.Context
+	cancel       context.CancelCauseFunc
+	timer        *time.Timer
+	onCallerDone func()
+	stopCaller   func() bool
 }
+
+// Causes of an instance context's cancellation.
+var (
+	errDeadline   = errors.New("deadline exceeded")
+	errCallerDone = errors.New("caller's context done")
+)
 
 // entry is one of the ABI's call entry points.
 type entry int
@@ -63,16 +82,24 @@ func (f *callFailure) Error() string { return f.cause }
 // module's deadline.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	inst := &instance{mod: m}
-	ictx := context.WithValue(ctx, callKey{}, inst)
+	base, cancel := context.WithCancelCause(context.Background())
+	inst.ctx, inst.cancel = context.WithValue(base, callKey{}, inst), cancel
 	if !m.trusted {
-		var cancel context.CancelFunc
-		ictx, cancel = context.WithTimeout(ictx, m.timeout)
-		defer cancel()
+		inst.timer = time.AfterFunc(time.Duration(math.MaxInt64), func() { cancel(errDeadline) })
+		inst.timer.Stop()
+		inst.onCallerDone = func() { cancel(errCallerDone) }
 	}
-	mod, err := m.rt.InstantiateModule(ictx, m.compiled, m.modCfg.WithStderr(&inst.stderr))
+	inst.begin(ctx)
+	mod, err := m.rt.InstantiateModule(inst.ctx, m.compiled, m.modCfg.WithStderr(&inst.stderr))
+	live := inst.end()
+	if err == nil && !live {
+		mod.Close(context.Background())
+		err = sys.NewExitError(sys.ExitCodeDeadlineExceeded)
+	}
 	if err != nil {
 		f := inst.classify(ctx, err)
 		f.cause = "instantiate: " + f.cause
+		inst.cancel(nil)
 		return nil, f
 	}
 	inst.module = mod
@@ -86,22 +113,52 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 }
 
 func (inst *instance) close(ctx context.Context) {
+	if inst.timer != nil {
+		inst.timer.Stop()
+	}
+	inst.cancel(nil)
 	if inst.module != nil {
 		inst.module.Close(ctx)
 	}
 }
 
+// begin arms the deadline and the caller's cancellation for one call.
+func (inst *instance) begin(caller context.Context) {
+	if inst.mod.trusted {
+		return
+	}
+	inst.timer.Reset(inst.mod.timeout)
+	if caller.Done() != nil {
+		inst.stopCaller = context.AfterFunc(caller, inst.onCallerDone)
+	}
+}
+
+// end disarms what begin armed and reports whether the instance is still
+// alive: a deadline or cancellation that fired, even just after the call
+// returned, has closed it.
+func (inst *instance) end() bool {
+	if inst.mod.trusted {
+		return true
+	}
+	live := inst.timer.Stop()
+	if inst.stopCaller != nil {
+		if !inst.stopCaller() {
+			live = false
+		}
+		inst.stopCaller = nil
+	}
+	return live && inst.ctx.Err() == nil
+}
+
 // describe calls snodo_describe and parses the manifest.
 func (inst *instance) describe(ctx context.Context) (abi.Manifest, error) {
-	m := inst.mod
 	inst.reset()
-	cctx := context.WithValue(ctx, callKey{}, inst)
-	if !m.trusted {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(cctx, m.timeout)
-		defer cancel()
+	inst.begin(ctx)
+	err := inst.describeFn.CallWithStack(inst.ctx, inst.stack[:])
+	if !inst.end() && err == nil {
+		err = sys.NewExitError(sys.ExitCodeDeadlineExceeded)
 	}
-	if err := inst.describeFn.CallWithStack(cctx, inst.stack[:]); err != nil {
+	if err != nil {
 		return abi.Manifest{}, fmt.Errorf("%s: %s", abi.ExportDescribe, inst.classify(ctx, err))
 	}
 	if st := abi.Status(uint32(inst.stack[0])); st != abi.StatusOK {
@@ -157,15 +214,27 @@ func (inst *instance) run(ctx context.Context, e entry, method string, params []
 		inst.input = abi.AppendProgress(inst.input[:0], params)
 	}
 
-	cctx := context.WithValue(ctx, callKey{}, inst)
 	var start time.Time
 	if m.trusted {
 		start = time.Now()
-	} else {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(cctx, m.timeout)
-		defer cancel()
 	}
+	inst.begin(ctx)
+	res, f, healthy = inst.call(ctx, e, fn)
+	if !inst.end() {
+		// The deadline or the caller's cancellation fired, perhaps just
+		// after the call returned: the instance is closed (an answer that
+		// was complete is still given).
+		healthy = false
+	}
+	if f == nil && m.trusted && time.Since(start) > m.timeout {
+		return res, inst.failed(fmt.Sprintf("deadline of %s exceeded (trusted module, checked after the call)", m.timeout)), true
+	}
+	return res, f, healthy
+}
+
+// call writes the input and calls the entry point fn under inst.ctx.
+func (inst *instance) call(ctx context.Context, e entry, fn api.Function) (res callResult, f *callFailure, healthy bool) {
+	cctx := inst.ctx
 
 	// ABI.md §3: the buffer of the last snodo_alloc is reused while the
 	// input fits, which saves a call (and, with the deadline mechanism, a
@@ -188,9 +257,6 @@ func (inst *instance) run(ctx context.Context, e entry, method string, params []
 	inst.stack[0], inst.stack[1] = uint64(ptr), uint64(len(inst.input))
 	if err := fn.CallWithStack(cctx, inst.stack[:]); err != nil {
 		return res, inst.classify(ctx, err), false
-	}
-	if m.trusted && time.Since(start) > m.timeout {
-		return res, inst.failed(fmt.Sprintf("deadline of %s exceeded (trusted module, checked after the call)", m.timeout)), true
 	}
 	res.status = abi.Status(uint32(inst.stack[0]))
 	if res.status > abi.StatusStop || (e == entryHandle && res.status == abi.StatusStop) {
@@ -244,16 +310,16 @@ func (inst *instance) classify(caller context.Context, err error) *callFailure {
 		cause = inst.violation.msg
 	case errors.As(err, &exit):
 		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
+		case sys.ExitCodeDeadlineExceeded, sys.ExitCodeContextCanceled:
 			deadlineOrCancel = true
-			if caller.Err() != nil {
-				cause = "the caller's deadline passed during the call"
-			} else {
+			switch {
+			case context.Cause(inst.ctx) == errDeadline:
 				cause = fmt.Sprintf("deadline of %s exceeded", m.timeout)
+			case errors.Is(caller.Err(), context.DeadlineExceeded):
+				cause = "the caller's deadline passed during the call"
+			default:
+				cause = "call cancelled by the caller"
 			}
-		case sys.ExitCodeContextCanceled:
-			deadlineOrCancel = true
-			cause = "call cancelled by the caller"
 		default:
 			if m.pool.isClosed() {
 				cause = "module closed during the call"
