@@ -614,3 +614,28 @@ func TestProgressBarOnATerminal(t *testing.T) {
 	}
 	contains(t, "terminal output", string(out), "step 2 of 3  66% |", "step 3 of 3", "counted to 3")
 }
+
+// --env, --cd and --max-line-bytes reach the server and its connection.
+func TestServerEnvDirAndLineLimit(t *testing.T) {
+	dir := t.TempDir()
+	r := cli(t, "--env", "GREETING=hello from env", "--cd", dir, "discover", "--", "sh", "-c", `echo "$GREETING in $(pwd)" >&2; exit 1`)
+	e := exits(t, r, exitConnection, "transport")
+	contains(t, "stderr tail", e.Message, "hello from env in "+dir)
+
+	// A response line over the limit is discarded: the request times out.
+	long := strings.Repeat("x", 4000)
+	exits(t, cli(t, "--max-line-bytes", "2048", "--timeout", "1s", "tools", "call", "echo", "--arg", "text="+long, "--", demo), exitTimeout, "transport")
+	ok(t, cli(t, "--max-line-bytes", "8192", "tools", "call", "echo", "--arg", "text="+long, "--", demo))
+}
+
+// "text: tool lists as name, signature and description; content blocks
+// readable"
+func TestTextOutputRendersContentBlocks(t *testing.T) {
+	srv := everything(t)
+	r := ok(t, cli(t, "tools", "call", "get-tiny-image", "-o", "text", "--", srv))
+	contains(t, "image", r.stdout, "[image image/png, ")
+	r = ok(t, cli(t, "tools", "call", "get-resource-links", "--arg", "count=2", "-o", "text", "--", srv))
+	contains(t, "links", r.stdout, "[link demo://resource/")
+	r = ok(t, cli(t, "resources", "read", "demo://resource/dynamic/blob/1", "-o", "text", "--", srv))
+	contains(t, "blob", r.stdout, "--- demo://resource/dynamic/blob/1 [", "bytes base64]")
+}
