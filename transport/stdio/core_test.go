@@ -111,7 +111,7 @@ func TestServerExitFailsInFlightAndLaterRequests(t *testing.T) {
 	if !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("in-flight error %v does not match transport.ErrConnection", err)
 	}
-	<-c.Done()
+	recv(t, c.Done())
 	_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
 	wantCode(t, err, jsonrpc.CodeConnectionClosed)
 	err = c.Notify(context.Background(), &jsonrpc.Notification{Method: "n"}, transport.NotifyOptions{})
@@ -161,7 +161,7 @@ func TestChildIsAlwaysReaped(t *testing.T) {
 	}
 	pid := c.Pid()
 	c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	<-c.Done()
+	recv(t, c.Done())
 	for i := 0; ; i++ {
 		// Signal 0 succeeds on a zombie; ESRCH means it was reaped.
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {

@@ -89,11 +89,11 @@ func TestOwnerContextEndClosesConnection(t *testing.T) {
 	call(t, c, "echo", nil, transport.RequestOptions{})
 	owner := errors.New("owner went away")
 	cancel(owner)
-	<-c.Done()
+	recv(t, c.Done())
 	if err := c.Err(); !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
 		t.Fatalf("Err %v, want -32000 wrapping the owner's cause", err)
 	}
-	if err := <-errc; !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
+	if err := recv(t, errc); !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
 		t.Fatalf("in-flight request: %v, want -32000 wrapping the owner's cause", err)
 	}
 	// Closing stdin lets the server finish and exit by itself.
@@ -112,7 +112,7 @@ func TestCloseWithCauseStopsWithThatReason(t *testing.T) {
 	shutdown := errors.New("shutdown")
 	c.CloseWithCause(shutdown)
 	c.CloseWithCause(errors.New("second reason is ignored"))
-	<-c.Done()
+	recv(t, c.Done())
 	if err := c.Err(); !errors.Is(err, shutdown) || !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("Err %v, want -32000 wrapping shutdown", err)
 	}
@@ -185,8 +185,8 @@ func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	<-c.Done()
-	if err := <-errc; !errors.Is(err, stdio.ErrClosed) {
+	recv(t, c.Done())
+	if err := recv(t, errc); !errors.Is(err, stdio.ErrClosed) {
 		t.Fatalf("request in flight at Close: %v", err)
 	}
 }

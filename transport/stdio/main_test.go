@@ -470,6 +470,19 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
+// recv receives from ch, failing the test if nothing comes for a long
+// time (which means the behaviour under test is missing).
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing received in 30s")
+		panic("unreachable")
+	}
+}
+
 func wantCode(t testing.TB, err error, code int64) *jsonrpc.Error {
 	t.Helper()
 	var je *jsonrpc.Error

@@ -66,6 +66,27 @@ func TestProgressDeliveredInCallersGoroutineBeforeResponse(t *testing.T) {
 			t.Fatalf("delivered %v, want 1..20 in order", got)
 		}
 	}
+	// Progress still waiting when the response arrives is delivered before
+	// Request returns. The first call waits for a request that the server
+	// reads only after it has sent all progress and the response, so both
+	// are waiting together when it returns.
+	for round := range 10 {
+		delivered, first := 0, true
+		_, err := c.Request(context.Background(), progressRequest(jsonrpc.StringID("r"+strconv.Itoa(round)), "tok-r", map[string]any{"count": 5}), transport.RequestOptions{
+			OnProgress: func(json.RawMessage) error {
+				delivered++
+				if first {
+					first = false
+					_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{Timeout: 20 * time.Second})
+					return err
+				}
+				return nil
+			},
+		})
+		if err != nil || delivered != 5 {
+			t.Fatalf("round %d: delivered %d of 5 before the response (%v)", round, delivered, err)
+		}
+	}
 	// An integer token works the same; a request without OnProgress gets
 	// none, and the notifications it does not claim are dropped.
 	count := 0

@@ -233,15 +233,15 @@ func TestStopCancelsRunningServerRequestsAndDropsAnswers(t *testing.T) {
 			}
 			t.Cleanup(func() { shutdown(t, c, 10*time.Second) })
 			call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 2}, transport.RequestOptions{})
-			<-started
-			<-started
+			recv(t, started)
+			recv(t, started)
 			if how == "close" {
 				c.Close()
 			} else {
 				cancelOwner()
 			}
 			for range 2 {
-				if cause := <-cancelled; !errors.Is(cause, transport.ErrConnection) {
+				if cause := recv(t, cancelled); !errors.Is(cause, transport.ErrConnection) {
 					t.Fatalf("function's context ended with %v, want the connection's end", cause)
 				}
 			}
@@ -273,7 +273,7 @@ func TestServerCancellationCancelsRunningServerRequest(t *testing.T) {
 	c := connect(t, cfg)
 	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 1}, transport.RequestOptions{})
 	call(t, c, "test/notify", map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": "s0", "reason": "user gave up"}}, transport.RequestOptions{})
-	<-cancelled
+	recv(t, cancelled)
 	// A later request's answer arrives; s0's never does.
 	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
 	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
