@@ -211,3 +211,26 @@ func TestOtherNotificationsGoToHookOrAreDropped(t *testing.T) {
 	call(t, plain, "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{}}, transport.RequestOptions{})
 	call(t, plain, "echo", nil, transport.RequestOptions{})
 }
+
+type fixedPolicy struct{}
+
+func (fixedPolicy) TransportPolicy(*jsonrpc.Request) transport.Policy {
+	return transport.Policy{Headers: []transport.Header{{Name: "X-Ignored", Value: "1"}}}
+}
+
+// ":headers - ... A transport that has no headers ignores them." and
+// ":on_response_headers" is for transports with headers: stdio sends the
+// same line with or without them and never calls the function.
+func TestHeadersDialectAndExtensionAreIgnored(t *testing.T) {
+	c := connect(t, config("script"))
+	called := false
+	resp := call(t, c, "echo", map[string]int{"x": 1}, transport.RequestOptions{
+		Dialect:           fixedPolicy{},
+		Extension:         fixedPolicy{},
+		Headers:           []transport.Header{{Name: "MCP-Protocol-Version", Value: "2025-11-25"}, {Name: "Mcp-Session-Id", Value: "abc"}},
+		OnResponseHeaders: func([]transport.Header) { called = true },
+	})
+	if string(resp.Result) != `{"x":1}` || called {
+		t.Fatalf("result %s, OnResponseHeaders called: %v", resp.Result, called)
+	}
+}

@@ -226,9 +226,62 @@ func TestListenTimesOutWithoutAck(t *testing.T) {
 	cfg := config("script")
 	cfg.OnNotification = n.hook
 	c := connect(t, cfg)
-	_, _, err := c.Listen(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("mute"), Method: "subscriptions/listen", Params: json.RawMessage(`{"forever":true}`)}, transport.ListenOptions{Timeout: 100 * time.Millisecond})
+	// The deadline only keeps the test finite if the timeout is missing.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _, err := c.Listen(ctx, &jsonrpc.Request{ID: jsonrpc.StringID("mute"), Method: "subscriptions/listen", Params: json.RawMessage(`{"forever":true}`)}, transport.ListenOptions{Timeout: 100 * time.Millisecond})
 	wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v: the listen timeout did not apply", err)
+	}
 	if p := cancelledParams(t, n, 1)[0]; p["requestId"] != "mute" {
+		t.Fatalf("cancelled %v", p)
+	}
+}
+
+// "That process keeps the subscription's buffer (... built from the
+// :owner, :ref, :max_buffer, and :overflow options)": the listen options
+// reach the buffer. Dropping keeps the newest events; failing ends the
+// stream with ErrOverflow and cancels it on the server.
+func TestListenBufferOptionsApply(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	c := connect(t, cfg)
+	_, drop, err := c.Listen(context.Background(), listenRequest(`{}`), transport.ListenOptions{MaxBuffer: 3, Overflow: transport.OverflowDropOldest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop.Close()
+	_, fail, err := c.Listen(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("strict"), Method: "subscriptions/listen", Params: json.RawMessage(`{"notifications":{}}`)}, transport.ListenOptions{MaxBuffer: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fail.Close()
+	call(t, c, "test/emit", map[string]any{"subs": []jsonrpc.ID{drop.ID(), fail.ID()}, "count": 10}, transport.RequestOptions{})
+	call(t, c, "echo", nil, transport.RequestOptions{})
+	for i := 7; i < 10; i++ {
+		ev, err := next(t, drop)
+		var p struct {
+			URI string `json:"uri"`
+		}
+		json.Unmarshal(ev.Params, &p)
+		if want := fmt.Sprintf("file:///%v/%d", drop.ID(), i); err != nil || p.URI != want {
+			t.Fatalf("drop-oldest: %s, %v; want %s", p.URI, err, want)
+		}
+	}
+	if d := drop.Dropped(); d != 7 {
+		t.Fatalf("dropped %d, want 7", d)
+	}
+	for range 3 {
+		if _, err := next(t, fail); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := next(t, fail); !errors.Is(err, transport.ErrOverflow) {
+		t.Fatalf("after overflow: %v, want ErrOverflow", err)
+	}
+	if p := cancelledParams(t, n, 1)[0]; p["requestId"] != "strict" {
 		t.Fatalf("cancelled %v", p)
 	}
 }
