@@ -293,17 +293,27 @@ func (r *Runtime) connect(ctx context.Context) error {
 // should still learn that a handler failed.
 func (r *Runtime) recording(name string, h snodo.Handler) snodo.Handler {
 	return snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		r.log.Info("the server asks", "method", method, "handler", name, "params", clip(params))
 		res, err := h.HandleRequest(ctx, method, params)
 		if err != nil {
-			r.log.Debug("handler failed", "handler", name, "method", method, "error", err)
+			r.log.Info("handler failed", "handler", name, "method", method, "error", err)
 			r.failMu.Lock()
 			r.lastFailure = err
 			r.failMu.Unlock()
 		} else {
-			r.log.Debug("handler answered", "handler", name, "method", method)
+			r.log.Info("handler answered", "handler", name, "method", method, "result", clip(res))
 		}
 		return res, err
 	})
+}
+
+// clip returns JSON for a log line, cut at 300 bytes.
+func clip(b json.RawMessage) string {
+	const max = 300
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
 }
 
 // HandlerFailure returns the last error a handler answered the server with,

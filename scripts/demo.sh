@@ -26,13 +26,20 @@ echo
 echo "The demo server's register tool asks the client for a form (elicitation)."
 echo "The Go-compiled Wasm module $policy answers it from its configuration."
 
-run bin/snodo-run --handler "$policy" --handler-config "$config" \
-	tools call register --output text -- bin/demo --era modern
+echo "(--verbose logs what the server asks and what the module answers on stderr.)"
+
+# Only the lines about the server's question and the module's answer.
+asks() { grep --line-buffered -E 'the server asks|handler answered|handler failed|connected' >&2 || true; }
+
+run bin/snodo-run --verbose --handler "$policy" --handler-config "$config" \
+	tools call register --output text -- bin/demo --era modern 2> >(asks)
+sleep 0.2
 
 echo
 echo "The same module answers the same form from a legacy (initialize-era) server:"
-run bin/snodo-run --handler "$policy" --handler-config "$config" \
-	tools call register --output text -- bin/demo --era legacy
+run bin/snodo-run --verbose --handler "$policy" --handler-config "$config" \
+	tools call register --output text -- bin/demo --era legacy 2> >(asks)
+sleep 0.2
 
 echo
 echo "A long tool call reports progress (a live bar on a terminal, log lines otherwise):"
