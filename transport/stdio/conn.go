@@ -113,9 +113,8 @@ type Conn struct {
 	stopCtx    context.CancelCauseFunc
 	stopOwner  func() bool
 
-	exited   chan struct{} // closed when the server process has been reaped
-	waitErr  error
-	readDone chan struct{} // closed when the reader has returned
+	exited  chan struct{} // closed when the server process has been reaped
+	waitErr error
 }
 
 // Compile-time checks of the capabilities Conn offers.
@@ -192,7 +191,6 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		onNotify:   cfg.OnNotification,
 		done:       make(chan struct{}),
 		exited:     make(chan struct{}),
-		readDone:   make(chan struct{}),
 	}
 	if c.maxLine <= 0 {
 		c.maxLine = jsonrpc.DefaultMaxLineBytes
@@ -242,6 +240,12 @@ func (c *Conn) SetInbound(onRequest transport.ServerRequestFunc, onNotification 
 // with a -32000 connection error wrapping ErrClosed; running
 // server-request functions are cancelled and their answers not sent; open
 // subscriptions end with -32000.
+//
+// Note: until the server exits, a goroutine keeps reading (and discarding)
+// its stdout, so that it never blocks on a full pipe while finishing, and
+// another waits to reap it. A server that does not exit at EOF must be
+// stopped by its owner, with a signal to Pid (see Config.SysProcAttr for
+// process groups).
 func (c *Conn) Close() error { return c.CloseWithCause(ErrClosed) }
 
 // CloseWithCause is Close with cause as the reason: Err, and the errors of

@@ -111,6 +111,10 @@ func TestServerExitFailsInFlightAndLaterRequests(t *testing.T) {
 	if !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("in-flight error %v does not match transport.ErrConnection", err)
 	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 {
+		t.Logf("error %v does not carry the exit status (the exit was not seen in time)", err)
+	}
 	recv(t, c.Done())
 	_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
 	wantCode(t, err, jsonrpc.CodeConnectionClosed)

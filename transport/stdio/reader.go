@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/bytedance/sonic"
 
@@ -24,6 +25,10 @@ const (
 // subscription: the ID of its subscriptions/listen request.
 const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
 
+// exitReportWait is how long the end of stdout waits for the server's exit
+// status, to say how it ended.
+const exitReportWait = 100 * time.Millisecond
+
 // routing is what the reader looks at in a notification's params.
 type routing struct {
 	Meta *struct {
@@ -38,7 +43,6 @@ type routing struct {
 // message without waiting for anyone. Lines that are too long, not JSON or
 // not JSON-RPC are skipped: the request a lost line answered times out.
 func (c *Conn) readLoop() {
-	defer close(c.readDone)
 	lr := jsonrpc.NewLineReader(c.stdout, c.maxLine)
 	var err error
 	for {
@@ -64,12 +68,15 @@ func (c *Conn) readLoop() {
 	c.stdout.Close()
 }
 
-// readEndError describes the end of stdout.
+// readEndError describes the end of stdout. A server usually closes stdout
+// by exiting: its exit status is worth a short wait.
 func (c *Conn) readEndError(err error) *jsonrpc.Error {
+	t := time.NewTimer(exitReportWait)
+	defer t.Stop()
 	select {
 	case <-c.exited:
 		return transport.ConnectionError(fmt.Sprintf("server exited (%v)", c.cmd.ProcessState), c.waitErr)
-	default:
+	case <-t.C:
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, io.EOF) {
 		return transport.ConnectionError("server closed its stdout", io.EOF)
