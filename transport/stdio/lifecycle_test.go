@@ -83,7 +83,7 @@ func TestOwnerContextEndClosesConnection(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		// The server finishes this admitted request before exiting at EOF.
-		_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 1500})}, transport.RequestOptions{})
+		_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 2500})}, transport.RequestOptions{})
 		errc <- err
 	}()
 	call(t, c, "echo", nil, transport.RequestOptions{})

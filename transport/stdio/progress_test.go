@@ -123,18 +123,18 @@ func TestSlowProgressFunctionNeverBlocksReader(t *testing.T) {
 // restarts the request's timer"
 func TestResetTimeoutOnProgressRestartsTimer(t *testing.T) {
 	c := connect(t, config("script"))
-	// 12 progress notifications 100 ms apart: 1.2 s in all, against a 600 ms
+	// 16 progress notifications 100 ms apart: 1.6 s in all, against a 1 s
 	// timeout.
-	params := func() map[string]any { return map[string]any{"count": 12, "intervalMs": 100} }
+	params := func() map[string]any { return map[string]any{"count": 16, "intervalMs": 100} }
 	noop := func(json.RawMessage) error { return nil }
 	_, err := c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(1), "a", params()), transport.RequestOptions{
-		Timeout: 600 * time.Millisecond, OnProgress: noop, ResetTimeoutOnProgress: true,
+		Timeout: time.Second, OnProgress: noop, ResetTimeoutOnProgress: true,
 	})
 	if err != nil {
 		t.Fatalf("with reset: %v", err)
 	}
 	_, err = c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(2), "b", params()), transport.RequestOptions{
-		Timeout: 600 * time.Millisecond, OnProgress: noop,
+		Timeout: time.Second, OnProgress: noop,
 	})
 	if !errors.Is(err, transport.ErrTimeout) || errors.Is(err, transport.ErrMaxTotalTimeout) {
 		t.Fatalf("without reset: %v, want a plain timeout", err)
@@ -154,7 +154,7 @@ func TestMaxTotalTimeoutBoundsResetTimeouts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := c.Request(ctx, progressRequest(jsonrpc.StringID("endless"), "e", map[string]any{"forever": true, "intervalMs": 50}), transport.RequestOptions{
-		Timeout: 500 * time.Millisecond, MaxTotalTimeout: time.Second, ResetTimeoutOnProgress: true,
+		Timeout: time.Second, MaxTotalTimeout: 1500 * time.Millisecond, ResetTimeoutOnProgress: true,
 		OnProgress: func(json.RawMessage) error { return nil },
 	})
 	if !errors.Is(err, transport.ErrMaxTotalTimeout) || !errors.Is(err, transport.ErrTimeout) {
