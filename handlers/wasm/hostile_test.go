@@ -166,3 +166,11 @@ func TestCallerDeadlineStopsTheCallFirst(t *testing.T) {
 		t.Fatalf("stats %+v, want the stopped instance discarded", st)
 	}
 }
+
+// AssemblyScript's abort (a failed assertion, an uncaught error) is a
+// failure of the call; the host provides env.abort as wazero's
+// imports/assemblyscript does.
+func TestAssemblyScriptAbortIsInternalError(t *testing.T) {
+	e := hostileCall(t, hostile(t, "abort"), "proc_exit(255)", "boom")
+	t.Log(e.Message)
+}
