@@ -50,7 +50,7 @@ func ParseManifest(data []byte) (Manifest, error) {
 		seen[method] = true
 	}
 	if len(m.Methods) == 0 && !m.Progress && !m.Events {
-		return m, errors.New(`manifest declares nothing: no "methods", "progress" or "events"`)
+		return m, errors.New(`manifest declares nothing: no "methods", "progress" or "events" (a Go guest registers its handlers in init: main does not run in a -buildmode=c-shared module)`)
 	}
 	return m, nil
 }
