@@ -94,7 +94,9 @@ type Conn struct {
 	maxLine int
 	sem     chan struct{} // one slot per running server-request function
 
-	out outQueue // messages for the writer
+	out      outQueue        // messages for the writer
+	writeMu  sync.Mutex      // held by whoever writes to stdin
+	rawStdin syscall.RawConn // stdin, for the non-blocking fast path
 
 	nextID atomic.Int64
 
@@ -194,6 +196,14 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	}
 	if c.maxLine <= 0 {
 		c.maxLine = jsonrpc.DefaultMaxLineBytes
+	}
+	if c.rawStdin, err = inW.SyscallConn(); err != nil {
+		// Not expected for a pipe; the process is running, so end it
+		// the polite way.
+		inW.Close()
+		outR.Close()
+		go cmd.Wait()
+		return nil, fmt.Errorf("stdio: %w", err)
 	}
 	c.out.init()
 	c.handlerCtx, c.stopCtx = context.WithCancelCause(context.Background())

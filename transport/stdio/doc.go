@@ -13,9 +13,13 @@
 //     handler or a subscriber: responses go to buffered channels, progress
 //     and subscription events to per-request queues, server-to-client
 //     requests to their own goroutines;
-//   - one writer goroutine writes queued messages to stdin, each message with
-//     one Write, so that a server that stops reading its stdin blocks only
-//     that goroutine: timeouts, contexts and Close still work;
+//   - each message goes to stdin with one Write under a mutex. A small
+//     message (up to PIPE_BUF, written atomically) is written by its sender
+//     when the pipe has room and nothing is queued; otherwise it is queued
+//     for one writer goroutine, which joins queued messages into one Write
+//     and is the only one ever to wait for room. A server that stops reading
+//     its stdin therefore blocks only that goroutine: timeouts, contexts and
+//     Close still work;
 //   - one goroutine waits for the server process, so the child is always
 //     reaped.
 //

@@ -102,7 +102,7 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 		r.ID = c.newIDLocked()
 	}
 	cl.id = r.ID
-	if _, dup := c.pending[r.ID]; dup {
+	if c.pending[r.ID] != nil || c.listens[r.ID] != nil {
 		c.mu.Unlock()
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
 	}

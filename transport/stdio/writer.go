@@ -1,8 +1,11 @@
 package stdio
 
 import (
+	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -41,6 +44,12 @@ type outQueue struct {
 }
 
 func (q *outQueue) init() { q.ready = make(chan struct{}, 1) }
+
+func (q *outQueue) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.msgs) == 0
+}
 
 func (q *outQueue) push(m *outMsg) {
 	q.mu.Lock()
@@ -97,8 +106,60 @@ func (c *Conn) send(m jsonrpc.Message, wait bool) (*outMsg, error) {
 	if wait {
 		om.written = make(chan error, 1)
 	}
+	if len(data) <= pipeAtomic && c.tryWrite(om) {
+		return om, nil
+	}
 	c.out.push(om)
 	return om, nil
+}
+
+// pipeAtomic is PIPE_BUF on Linux: a write to a pipe of at most this many
+// bytes is atomic, so a non-blocking one either writes all or nothing.
+const pipeAtomic = 4096
+
+// tryWrite is the fast path of send: when the writer is idle with nothing
+// queued, a small message is written at once from the sender's goroutine,
+// without a hand-off. The write never waits: if the pipe has no room for
+// the whole message (the server is not reading), it writes nothing and the
+// message goes to the writer's queue. It reports whether m was dealt with.
+func (c *Conn) tryWrite(m *outMsg) bool {
+	if !c.writeMu.TryLock() {
+		return false
+	}
+	defer c.writeMu.Unlock()
+	if !c.out.empty() {
+		return false // keep the order of what is queued
+	}
+	var (
+		n    int
+		werr error
+	)
+	err := c.rawStdin.Write(func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), m.data)
+		return true // never wait for room: the writer does that
+	})
+	if err == nil {
+		err = werr
+	}
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
+		return false
+	}
+	if err == nil && n != len(m.data) {
+		// Cannot happen for an atomic write; if it did, the stream would
+		// hold a partial line.
+		err = io.ErrShortWrite
+	}
+	m.state.Store(msgTaken)
+	if err != nil {
+		c.stop(transport.ConnectionError("writing to the server failed", err))
+		err = c.Err()
+	}
+	if m.written != nil {
+		m.written <- err
+	}
+	release(m.data)
+	m.data = nil
+	return true
 }
 
 // writeLoop writes queued messages to the server's stdin until the
@@ -117,6 +178,9 @@ func (c *Conn) writeLoop() {
 			c.failQueued()
 			return
 		}
+		// Held while writing, so that the fast path of send never
+		// overtakes a message the writer has taken.
+		c.writeMu.Lock()
 		batch = c.out.take(batch)
 		for _, m := range batch {
 			if !m.state.CompareAndSwap(msgQueued, msgTaken) {
@@ -124,12 +188,14 @@ func (c *Conn) writeLoop() {
 			}
 			if len(buf)+len(m.data) > batchBytes && len(group) > 0 {
 				if !c.write(buf, group) {
+					c.writeMu.Unlock()
 					return
 				}
 				buf, group = buf[:0], group[:0]
 			}
 			if len(m.data) > batchBytes {
 				if !c.write(m.data, []*outMsg{m}) {
+					c.writeMu.Unlock()
 					return
 				}
 				continue
@@ -141,10 +207,12 @@ func (c *Conn) writeLoop() {
 		}
 		if len(group) > 0 {
 			if !c.write(buf, group) {
+				c.writeMu.Unlock()
 				return
 			}
 			buf, group = buf[:0], group[:0]
 		}
+		c.writeMu.Unlock()
 		clear(batch)
 	}
 }
