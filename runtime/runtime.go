@@ -358,8 +358,9 @@ func (r *Runtime) Explain(err error) error {
 	}
 	data := map[string]any{}
 	if r.conn != nil {
-		// The server may still be on its way out; give it a moment.
-		wctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		// The server may still be on its way out; give it a moment (a
+		// loaded machine may take that long to reap it).
+		wctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		state, _ := r.conn.Wait(wctx)
 		cancel()
 		if state != nil {
@@ -370,7 +371,7 @@ func (r *Runtime) Explain(err error) error {
 		}
 		select { // the rest of stderr, once the server's end is closed
 		case <-r.stderrDone:
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(time.Second):
 		}
 	}
 	if t := strings.TrimSpace(r.StderrTail()); t != "" {
