@@ -449,6 +449,16 @@ func TestExitCodes(t *testing.T) {
 			t.Errorf("error data %s, want exitCode 7 and the stderr tail", e.Data)
 		}
 	})
+	t.Run("3 no mutually supported version", func(t *testing.T) {
+		// The SDK's era-aware legacy server answers the probe with -32022
+		// and legacy versions only: the error says how to connect.
+		e := exits(t, cli(t, "discover", "--", demo, "--era", "legacy", "--sdk-discover"), exitConnection, "protocol")
+		contains(t, "error", e.Message, "-32022", "--protocol legacy")
+		v := ok(t, cli(t, "--protocol", "legacy", "discover", "--", demo, "--era", "legacy", "--sdk-discover")).json(t)
+		if v["era"] != "legacy" {
+			t.Errorf("era %v with --protocol legacy", v["era"])
+		}
+	})
 	t.Run("4 timeout", func(t *testing.T) {
 		e := exits(t, cli(t, append([]string{"--timeout", "200ms", "tools", "call", "count", "--arg", "steps=1", "--arg", "delay_ms=5000"}, server...)...), exitTimeout, "transport")
 		contains(t, "error", e.Message, "timed out")
