@@ -118,11 +118,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 	req := &jsonrpc.Request{Method: "tools/call", Params: benchParams}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU(b, c.Pid())
 	for range b.N {
 		if _, err := c.Request(context.Background(), req, transport.RequestOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu.report(b)
 }
 
 // BenchmarkConcurrent64 is 64 goroutines with requests in flight at once;
@@ -134,6 +136,8 @@ func BenchmarkConcurrent64(b *testing.B) {
 	left.Store(int64(b.N))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU(b, c.Pid())
+	defer cpu.report(b)
 	var wg sync.WaitGroup
 	for range 64 {
 		wg.Go(func() {
@@ -155,12 +159,14 @@ func BenchmarkResponse8MiB(b *testing.B) {
 	b.SetBytes(bigBytes)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU(b, c.Pid())
 	for range b.N {
 		resp, err := c.Request(context.Background(), req, transport.RequestOptions{})
 		if err != nil || len(resp.Result) != bigBytes {
 			b.Fatal(err)
 		}
 	}
+	cpu.report(b)
 }
 
 // floor is a raw newline echo over the same kind of pipes: the test binary
@@ -223,12 +229,14 @@ func BenchmarkFloorRoundTrip(b *testing.B) {
 	f := startFloor(b)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU(b, f.cmd.Process.Pid)
 	for range b.N {
 		if _, err := f.in.Write(floorLine); err != nil {
 			b.Fatal(err)
 		}
 		f.readLine(b)
 	}
+	cpu.report(b)
 }
 
 // BenchmarkFloorConcurrent64 is the floor of BenchmarkConcurrent64: 64
@@ -241,6 +249,8 @@ func BenchmarkFloorConcurrent64(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU(b, f.cmd.Process.Pid)
+	defer cpu.report(b)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -264,6 +274,8 @@ func BenchmarkFloorResponse8MiB(b *testing.B) {
 	b.SetBytes(bigBytes)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU(b, f.cmd.Process.Pid)
+	defer cpu.report(b)
 	for range b.N {
 		f.in.Write([]byte("big\n"))
 		if line := f.readLine(b); len(line) != bigBytes+1 {
