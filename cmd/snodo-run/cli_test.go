@@ -425,6 +425,10 @@ func TestExitCodes(t *testing.T) {
 		contains(t, "error", e.Message, "no server")
 		exits(t, cli(t, append([]string{"tools", "call", "echo", "--args", "[1]"}, server...)...), exitUsage, "usage")
 	})
+	t.Run("2 no handler for what a modern server asks", func(t *testing.T) {
+		e := exits(t, cli(t, "tools", "call", "register", "--", demo, "--era", "modern"), exitUsage, "config")
+		contains(t, "error", e.Message, "elicitation/create", "no handler", "--handler")
+	})
 	t.Run("2 malformed config", func(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "snodo.yaml"), []byte("protocol: [unclosed\n"), 0o644)

@@ -66,6 +66,10 @@ func (a *app) startError(err error) error {
 // handler failure (exit 5): a legacy server answers a handler's -32603 with
 // an error of its own, which would otherwise read as the server's fault.
 func (a *app) blameHandler(rt *runtime.Runtime, err error) error {
+	if errors.Is(err, snodo.ErrNoHandler) {
+		// A 2026-07-28 server asked for input nobody was configured to give.
+		return &cliError{code: exitUsage, kind: "config", err: fmt.Errorf("%v (give one with --handler FILE.wasm)", err)}
+	}
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Kind != jsonrpc.KindServer {
 		return err

@@ -24,7 +24,8 @@ const (
 const exitCodesHelp = `Exit codes:
   0  success
   1  the server answered with an error, or a tool result with isError
-  2  usage or configuration error (also a tool refused by the guard)
+  2  usage or configuration error (also a tool refused by the guard, or
+     input asked for that no handler is configured to give)
   3  connection or transport failure (server not found, exited, closed)
   4  timeout
   5  handler failure (a Wasm module missing, invalid, or failing)
