@@ -113,10 +113,6 @@ func (c *Conn) send(m jsonrpc.Message, wait bool) (*outMsg, error) {
 	return om, nil
 }
 
-// pipeAtomic is PIPE_BUF on Linux: a write to a pipe of at most this many
-// bytes is atomic, so a non-blocking one either writes all or nothing.
-const pipeAtomic = 4096
-
 // tryWrite is the fast path of send: when the writer is idle with nothing
 // queued, a small message is written at once from the sender's goroutine,
 // without a hand-off. The write never waits: if the pipe has no room for

@@ -1,0 +1,5 @@
+package stdio
+
+// pipeAtomic is PIPE_BUF: a write to a pipe of at most this many bytes is
+// atomic, so a non-blocking one either writes all or nothing.
+const pipeAtomic = 4096
