@@ -6,24 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/bytedance/sonic"
 )
 
 // wire is the union of every JSON-RPC message's members, as decoded.
+//
+// Raw members are sonic.NoCopyRawMessage: they refer to the decoded line
+// instead of copying it, so an 8 MiB result is not copied again here.
 type wire struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   *wireError      `json:"error"`
+	JSONRPC string                 `json:"jsonrpc"`
+	ID      sonic.NoCopyRawMessage `json:"id"`
+	Method  *string                `json:"method"`
+	Params  sonic.NoCopyRawMessage `json:"params"`
+	Result  sonic.NoCopyRawMessage `json:"result"`
+	Error   *wireError             `json:"error"`
 }
 
 type wireError struct {
-	Code    *int64          `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
+	Code    *int64                 `json:"code"`
+	Message string                 `json:"message"`
+	Data    sonic.NoCopyRawMessage `json:"data"`
 }
 
 // Decode parses one JSON-RPC message. The returned message may refer to
@@ -34,7 +38,10 @@ type wireError struct {
 // are of KindProtocol. Error objects inside responses are of KindServer.
 func Decode(data []byte) (Message, error) {
 	var w wire
-	if err := sonic.ConfigDefault.Unmarshal(data, &w); err != nil {
+	// UnmarshalFromString with a string that shares data's memory: sonic's
+	// Unmarshal would copy the whole line into a string first. data is not
+	// modified (see the doc comment), so the string stays immutable.
+	if err := sonic.ConfigDefault.UnmarshalFromString(bytesToString(data), &w); err != nil {
 		return nil, &Error{Kind: KindProtocol, Code: CodeParseError, Message: "invalid JSON", Cause: err}
 	}
 	if w.JSONRPC != "2.0" {
@@ -52,12 +59,12 @@ func Decode(data []byte) (Message, error) {
 			return nil, invalid(`"params" must be an object or an array`)
 		}
 		if w.ID == nil {
-			return &Notification{Method: *w.Method, Params: w.Params}, nil
+			return &Notification{Method: *w.Method, Params: json.RawMessage(w.Params)}, nil
 		}
 		if !id.IsValid() {
 			return nil, invalid("a request id cannot be null")
 		}
-		return &Request{ID: id, Method: *w.Method, Params: w.Params}, nil
+		return &Request{ID: id, Method: *w.Method, Params: json.RawMessage(w.Params)}, nil
 	}
 	if w.ID == nil {
 		return nil, invalid(`a message needs a "method" or an "id"`)
@@ -69,19 +76,27 @@ func Decode(data []byte) (Message, error) {
 		if w.Error.Code == nil {
 			return nil, invalid(`an error object needs a "code"`)
 		}
-		e := &Error{Kind: KindServer, Code: *w.Error.Code, Message: w.Error.Message, Data: w.Error.Data}
+		e := &Error{Kind: KindServer, Code: *w.Error.Code, Message: w.Error.Message, Data: json.RawMessage(w.Error.Data)}
 		return &Response{ID: id, Error: e}, nil
 	case w.Result != nil:
 		if !id.IsValid() {
 			return nil, invalid("a result response cannot have a null id")
 		}
-		return &Response{ID: id, Result: w.Result}, nil
+		return &Response{ID: id, Result: json.RawMessage(w.Result)}, nil
 	default:
 		return nil, invalid(`a response needs a "result" or an "error"`)
 	}
 }
 
-func validParams(p json.RawMessage) bool {
+// bytesToString returns a string sharing b's memory.
+func bytesToString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func validParams(p []byte) bool {
 	p = trimSpace(p)
 	return len(p) == 0 || p[0] == '{' || p[0] == '['
 }
@@ -216,7 +231,7 @@ func appendString(dst []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = append(dst, "\uFFFD"...) // U+FFFD, as UTF-8
 			i += size
 			start = i
 			continue
