@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	snodo "github.com/snodo/snodo"
 	"github.com/snodo/snodo/handlers/wasm"
@@ -33,7 +32,7 @@ func Example() {
 		Config: json.RawMessage(`{"confirm":true}`),
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Println(err)
 		return
 	}
 	var h snodo.Handler = module
