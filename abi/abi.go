@@ -104,6 +104,9 @@ const (
 	DefaultMaxOutputBytes = 8 << 20
 	// MaxLogBytes is where a log message is cut.
 	MaxLogBytes = 4 << 10
+	// MaxLogsPerCall is how many log messages one call may write; later
+	// ones are dropped, and one warning says how many.
+	MaxLogsPerCall = 100
 	// MaxStderrBytes is how much of a call's stderr the host keeps.
 	MaxStderrBytes = 4 << 10
 )

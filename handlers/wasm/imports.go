@@ -86,6 +86,10 @@ func logMessage(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	level, ptr, n := int32(api.DecodeI32(stack[0])), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	inst.logs++
+	if inst.logs > abi.MaxLogsPerCall {
+		return
+	}
 	truncated := false
 	if n > abi.MaxLogBytes {
 		n, truncated = abi.MaxLogBytes, true

@@ -36,6 +36,7 @@ type instance struct {
 	output    []byte
 	outputSet bool
 	violation *violation
+	logs      int // log messages of this call
 
 	stderr stderrBuffer
 
@@ -91,6 +92,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	}
 	inst.begin(ctx)
 	mod, err := m.rt.InstantiateModule(inst.ctx, m.compiled, m.modCfg.WithStderr(&inst.stderr))
+	inst.flushLogs()
 	live := inst.end()
 	if err == nil && !live {
 		mod.Close(context.Background())
@@ -155,6 +157,7 @@ func (inst *instance) describe(ctx context.Context) (abi.Manifest, error) {
 	inst.reset()
 	inst.begin(ctx)
 	err := inst.describeFn.CallWithStack(inst.ctx, inst.stack[:])
+	inst.flushLogs()
 	if !inst.end() && err == nil {
 		err = sys.NewExitError(sys.ExitCodeDeadlineExceeded)
 	}
@@ -168,10 +171,19 @@ func (inst *instance) describe(ctx context.Context) (abi.Manifest, error) {
 }
 
 func (inst *instance) reset() {
+	inst.logs = 0
 	inst.output = inst.output[:0]
 	inst.outputSet = false
 	inst.violation = nil
 	inst.stderr.reset()
+}
+
+// flushLogs ends a call's log budget, saying how many messages it dropped.
+func (inst *instance) flushLogs() {
+	if dropped := inst.logs - abi.MaxLogsPerCall; dropped > 0 {
+		inst.mod.logger.Warn(fmt.Sprintf("dropped %d log messages over the limit of %d per call", dropped, abi.MaxLogsPerCall))
+	}
+	inst.logs = 0
 }
 
 // callResult is what a call that ran to its end returned.
@@ -220,6 +232,7 @@ func (inst *instance) run(ctx context.Context, e entry, method string, params []
 	}
 	inst.begin(ctx)
 	res, f, healthy = inst.call(ctx, e, fn)
+	inst.flushLogs()
 	if !inst.end() {
 		// The deadline or the caller's cancellation fired, perhaps just
 		// after the call returned: the instance is closed (an answer that

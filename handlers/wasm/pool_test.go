@@ -215,3 +215,22 @@ func (b *syncBuffer) Bytes() []byte {
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
 }
+
+// ABI.md §4: "At most 100 messages per call ...; the host drops the rest
+// and says how many it dropped."
+func TestLogFloodIsCutPerCall(t *testing.T) {
+	var buf syncBuffer
+	h, err := NewHost(HostConfig{CacheDir: filepath.Join(goGuestDir, "cache"), Logger: newJSONLogger(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	m := load(t, h, ModuleConfig{Name: "goguest", Wasm: goGuest(t, "goguest")})
+	if _, err := ask(t, m, "logflood"); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(buf.Bytes(), []byte("\n"))
+	if lines != 101 || !contains(buf.Bytes(), "dropped 900 log messages over the limit of 100 per call") {
+		t.Fatalf("%d log lines, want 100 and one saying 900 were dropped", lines)
+	}
+}

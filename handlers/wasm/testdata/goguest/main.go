@@ -58,6 +58,11 @@ func init() {
 		case "log":
 			ctx.Infof("logged: %s", arg)
 			return accept(), nil
+		case "logflood":
+			for i := range 1000 {
+				ctx.Debugf("flood %d", i)
+			}
+			return accept(), nil
 		case "work":
 			// Guest-side work for the benchmarks: a loop of n iterations.
 			n, _ := strconv.Atoi(arg)
