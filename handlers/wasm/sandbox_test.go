@@ -117,3 +117,26 @@ func TestConfigReachesTheGuest(t *testing.T) {
 		t.Fatalf("config %s", b)
 	}
 }
+
+// ABI.md §5: "a deterministic random source" unless a cryptographic one
+// is granted.
+func TestSandboxRandomIsDeterministicUnlessGranted(t *testing.T) {
+	h := newHost(t)
+	draw := func(m *Module) string {
+		c, err := ask(t, m, "rand")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c["hex"].(string)
+	}
+	a := load(t, h, ModuleConfig{Name: "a", Wasm: goGuest(t, "goguest")})
+	b := load(t, h, ModuleConfig{Name: "b", Wasm: goGuest(t, "goguest")})
+	if x, y := draw(a), draw(b); x != y {
+		t.Fatalf("ungranted random differs between fresh instances: %s %s", x, y)
+	}
+	c := load(t, h, ModuleConfig{Name: "c", Wasm: goGuest(t, "goguest"), Grants: Grants{Random: true}})
+	d := load(t, h, ModuleConfig{Name: "d", Wasm: goGuest(t, "goguest"), Grants: Grants{Random: true}})
+	if x, y := draw(c), draw(d); x == y {
+		t.Fatalf("granted random gave the same bytes twice: %s", x)
+	}
+}

@@ -6,6 +6,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"strconv"
@@ -71,6 +73,10 @@ func init() {
 				sum += uint64(i) * uint64(i) % 7
 			}
 			return accept("sum", sum), nil
+		case "rand":
+			b := make([]byte, 8)
+			rand.Read(b)
+			return accept("hex", hex.EncodeToString(b)), nil
 		case "calls":
 			return accept("calls", calls), nil
 		case "config":
