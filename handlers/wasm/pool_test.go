@@ -234,3 +234,34 @@ func TestLogFloodIsCutPerCall(t *testing.T) {
 		t.Fatalf("%d log lines, want 100 and one saying 900 were dropped", lines)
 	}
 }
+
+// ABI.md §6: "Instances are reused until one fails. A successful call ...
+// returns the instance to the pool with its memory as the call left it.
+// An instance whose call failed ... is closed and never used again; the
+// next call gets a fresh instance (a fresh _initialize)."
+func TestInstancesAreReusedUntilOneFails(t *testing.T) {
+	h := newHost(t)
+	m := load(t, h, ModuleConfig{Name: "goguest", Wasm: goGuest(t, "goguest"), MaxInstances: 1})
+	calls := func() float64 {
+		c, err := ask(t, m, "calls")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c["calls"].(float64)
+	}
+	if a, b := calls(), calls(); a != 1 || b != 2 {
+		t.Fatalf("calls %v then %v: the instance was not reused", a, b)
+	}
+	if _, err := ask(t, m, "error:x"); err == nil {
+		t.Fatal("want the guest's error")
+	}
+	if c := calls(); c != 4 {
+		t.Fatalf("after an ERROR answer the count is %v, want 4 (same instance)", c)
+	}
+	if _, err := ask(t, m, "panic:x"); err == nil {
+		t.Fatal("want the panic's error")
+	}
+	if c := calls(); c != 1 {
+		t.Fatalf("after a panic the count is %v, want 1 (a fresh instance)", c)
+	}
+}
