@@ -16,6 +16,7 @@ build:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd bench && $(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 
@@ -23,6 +24,7 @@ vet:
 # host's tests run against modules built from source.
 test: vet examples
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(MAKE) -C bench test
 
 # Benchmarks: medians over COUNT runs are what BENCHMARKS.md quotes.
 bench:
