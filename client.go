@@ -43,7 +43,9 @@ type Client struct {
 // newest modern version in _meta: a DiscoverResult makes the connection
 // modern, with the newest version both sides speak; an
 // UnsupportedProtocolVersionError (-32022) makes it modern with a version
-// from the error's supported list, and never falls back; any other error,
+// from the error's supported list, and never falls back — unless that list
+// names only legacy versions, in which case the newest of them is the one
+// offered in the initialize handshake; any other error,
 // or no answer within the probe timeout, marks a legacy server, and Connect
 // falls back to the initialize handshake, offering 2025-11-25 and
 // accepting 2024-11-05, 2025-03-26, 2025-06-18 or 2025-11-25, followed by
@@ -87,13 +89,17 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 	var err error
 	switch era {
 	case EraLegacy:
-		err = c.initialize(ctx)
+		err = c.initialize(ctx, "")
 	case EraModern:
 		err = c.discoverEra(ctx, false)
 	default:
 		err = c.discoverEra(ctx, true)
-		if errors.Is(err, errLegacyServer) {
-			err = c.initialize(ctx)
+		var listed *listedLegacyError
+		switch {
+		case errors.Is(err, errLegacyServer):
+			err = c.initialize(ctx, "")
+		case errors.As(err, &listed):
+			err = c.initialize(ctx, listed.version)
 		}
 	}
 	if err != nil {
@@ -123,6 +129,17 @@ type doner interface {
 
 // errLegacyServer says the probe found a legacy server.
 var errLegacyServer = errors.New("legacy server")
+
+// listedLegacyError says the probe got -32022 whose supported list names
+// legacy versions Snodo speaks and no modern one: the server itself says
+// which version to use, and that version is negotiated with initialize.
+// (The official Go SDK's servers answer so when configured for legacy
+// versions only.)
+type listedLegacyError struct{ version string }
+
+func (e *listedLegacyError) Error() string {
+	return "the server lists only legacy versions; newest: " + e.version
+}
 
 // discoverEra probes with server/discover. With fallback, an answer that is
 // not a modern one returns errLegacyServer.
@@ -175,6 +192,15 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 			}
 			_ = unmarshal(e.Data, &data)
 			next, ok := newestModern("", data.Supported)
+			if !ok && fallback {
+				// Following the server's list, not falling back: the
+				// version it names is negotiated with initialize.
+				for _, v := range legacyVersions {
+					if slices.Contains(data.Supported, v) {
+						return &listedLegacyError{version: v}
+					}
+				}
+			}
 			if !ok || attempt > 0 || next == version {
 				// The error marks a modern server: no fallback, but say
 				// how to reach the legacy versions it may list.
@@ -200,8 +226,9 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 	}
 }
 
-// initialize runs the legacy handshake.
-func (c *Client) initialize(ctx context.Context) error {
+// initialize runs the legacy handshake, offering offer, or when empty the
+// version asked for with WithProtocolVersion, or LatestLegacyVersion.
+func (c *Client) initialize(ctx context.Context, offer string) error {
 	n, ok := c.t.(transport.Notifier)
 	if !ok {
 		return protocolError(jsonrpc.CodeInternalError, nil,
@@ -210,6 +237,9 @@ func (c *Client) initialize(ctx context.Context) error {
 	offered := LatestLegacyVersion
 	if c.cfg.version != "" {
 		offered = c.cfg.version
+	}
+	if offer != "" {
+		offered = offer
 	}
 	c.dialect = legacyDialect{version: offered}
 	params, err := marshal(struct {

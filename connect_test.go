@@ -98,12 +98,13 @@ func TestConnectProbeTimeoutFallsBackToInitialize(t *testing.T) {
 }
 
 // "an UnsupportedProtocolVersionError (-32022) → modern with a version from
-// its supported list (never fall back to initialize then)".
+// its supported list (never fall back to initialize then)": a list with no
+// version Snodo speaks is an error, and initialize is never tried.
 func TestConnectUnsupportedVersionNeverFallsBack(t *testing.T) {
 	f := newFake(t, func(fc *fakeCall) *jsonrpc.Response {
 		switch fc.Req.Method {
 		case "server/discover":
-			return errorResponse(fc, -32022, "Unsupported protocol version", `{"supported":["2025-11-25"],"requested":"2026-07-28"}`)
+			return errorResponse(fc, -32022, "Unsupported protocol version", `{"supported":["2027-03-01","2019-01-01"],"requested":"2026-07-28"}`)
 		case "initialize":
 			return result(fc, initializeResult("2025-11-25"))
 		}
@@ -115,6 +116,51 @@ func TestConnectUnsupportedVersionNeverFallsBack(t *testing.T) {
 	}
 	if len(f.sent("initialize")) != 0 {
 		t.Error("fell back to initialize after -32022")
+	}
+}
+
+// A -32022 whose supported list names only legacy versions is the server
+// saying which version to use (the official Go SDK's servers answer so
+// when configured for legacy versions only): the newest listed legacy
+// version is the one offered in initialize — not 2025-11-25 by default.
+func TestConnectUnsupportedVersionListingLegacyVersionsUsesThem(t *testing.T) {
+	f := newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+		switch fc.Req.Method {
+		case "server/discover":
+			return errorResponse(fc, -32022, "Unsupported protocol version", `{"supported":["2025-06-18","2025-03-26"],"requested":"2026-07-28"}`)
+		case "initialize":
+			var offered string
+			_ = json.Unmarshal(fc.param("protocolVersion"), &offered)
+			if offered != "2025-06-18" {
+				return errorResponse(fc, -32602, "offered "+offered, "")
+			}
+			return result(fc, initializeResult("2025-06-18"))
+		}
+		return noMore(fc)
+	})
+	c, err := snodo.Connect(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-06-18" {
+		t.Fatalf("era %v version %s, want legacy 2025-06-18", c.Era(), c.ProtocolVersion())
+	}
+	if n := len(f.sent("server/discover")); n != 1 {
+		t.Errorf("server/discover sent %d times, want 1", n)
+	}
+}
+
+// Forcing the modern era keeps a legacy-only -32022 list an error.
+func TestConnectForcedModernRefusesLegacyOnlyList(t *testing.T) {
+	f := newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+		if fc.Req.Method == "server/discover" {
+			return errorResponse(fc, -32022, "Unsupported protocol version", `{"supported":["2025-11-25"],"requested":"2026-07-28"}`)
+		}
+		return result(fc, initializeResult("2025-11-25"))
+	})
+	_, err := snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraModern))
+	if !errors.Is(err, snodo.ErrUnsupportedVersion) || len(f.sent("initialize")) != 0 {
+		t.Fatalf("err %v, initialize sent %d times", err, len(f.sent("initialize")))
 	}
 }
 

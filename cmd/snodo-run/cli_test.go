@@ -455,12 +455,15 @@ func TestExitCodes(t *testing.T) {
 	})
 	t.Run("3 no mutually supported version", func(t *testing.T) {
 		// The SDK's era-aware legacy server answers the probe with -32022
-		// and legacy versions only: the error says how to connect.
-		e := exits(t, cli(t, "discover", "--", demo, "--era", "legacy", "--sdk-discover"), exitConnection, "protocol")
-		contains(t, "error", e.Message, "-32022", "--protocol legacy")
-		v := ok(t, cli(t, "--protocol", "legacy", "discover", "--", demo, "--era", "legacy", "--sdk-discover")).json(t)
+		// and legacy versions only. Forced to the modern era, there is no
+		// version both speak: a protocol failure.
+		e := exits(t, cli(t, "--protocol", "modern", "discover", "--", demo, "--era", "legacy", "--sdk-discover"), exitConnection, "protocol")
+		contains(t, "error", e.Message, "-32022")
+		// By default the client follows the server's list to a legacy
+		// version, and the connection works.
+		v := ok(t, cli(t, "discover", "--", demo, "--era", "legacy", "--sdk-discover")).json(t)
 		if v["era"] != "legacy" {
-			t.Errorf("era %v with --protocol legacy", v["era"])
+			t.Errorf("era %v, want legacy from the server's -32022 list", v["era"])
 		}
 	})
 	t.Run("4 timeout", func(t *testing.T) {

@@ -47,15 +47,6 @@ func (a *app) startError(err error) error {
 		return handlerErr(err)
 	case errors.Is(err, context.Canceled):
 		return err
-	case errors.Is(err, snodo.ErrUnsupportedVersion) && a.settings.runtime.Protocol == "auto":
-		// A dual-era server that lists only legacy versions in its -32022.
-		var je *jsonrpc.Error
-		if errors.As(err, &je) {
-			e := *je
-			e.Message += " (snodo-run: try --protocol legacy, or one of the versions the server lists)"
-			return &e
-		}
-		return err
 	case isJSONRPC(err):
 		return err
 	}

@@ -258,29 +258,27 @@ func TestCancellationReachesTheServer(t *testing.T) {
 }
 
 // A Go SDK server restricted to legacy versions answers server/discover
-// with -32022 and its list: a modern error, so Connect does not fall back
-// to initialize but says how to reach those versions; WithEra(EraLegacy)
-// does.
+// with -32022 and its list of legacy versions. That list says which version
+// to use, so Connect offers the newest of them in initialize — following
+// the server's list rather than falling back — and the connection works
+// with no option.
 func TestGoSDKLegacyVersionsOnlyAnswersDiscoverWith32022(t *testing.T) {
 	srv := startServer(t, "gosdk-legacy-only-versions")
-	_, err := snodo.Connect(context.Background(), srv.conn, allHandlers()...)
-	var e *snodo.Error
-	if !errors.As(err, &e) || e.Code != jsonrpc.CodeUnsupportedProtocolVersion || !strings.Contains(err.Error(), "WithEra(EraLegacy)") {
-		t.Fatalf("err %v", err)
-	}
-	for _, line := range clientLines(t, srv.log) {
-		if strings.Contains(line, `"method":"initialize"`) {
-			t.Fatal("fell back to initialize after -32022")
-		}
-	}
-
-	srv = startServer(t, "gosdk-legacy-only-versions")
-	c, err := snodo.Connect(context.Background(), srv.conn, append(allHandlers(), snodo.WithEra(snodo.EraLegacy))...)
+	c, err := snodo.Connect(context.Background(), srv.conn, allHandlers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ProtocolVersion() != "2025-11-25" {
-		t.Errorf("version %s", c.ProtocolVersion())
+	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" {
+		t.Errorf("era %v version %s, want legacy 2025-11-25", c.Era(), c.ProtocolVersion())
+	}
+	discovers := 0
+	for _, line := range clientLines(t, srv.log) {
+		if strings.Contains(line, `"method":"server/discover"`) {
+			discovers++
+		}
+	}
+	if discovers != 1 {
+		t.Errorf("server/discover sent %d times, want 1", discovers)
 	}
 	if got := mustCall(t, c, "ask", nil); got != "hello Ada (accept)" {
 		t.Errorf("ask: %q", got)
