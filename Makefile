@@ -34,6 +34,9 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLineReader$$' -fuzztime $(FUZZTIME) ./jsonrpc
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./jsonrpc
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendRequest$$' -fuzztime $(FUZZTIME) ./abi
+	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./abi
+	$(GO) test -run '^$$' -fuzz '^FuzzHasUnknownKeys$$' -fuzztime $(FUZZTIME) .
 
 # The example and test Wasm modules, from source.
 examples:
