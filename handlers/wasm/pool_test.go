@@ -77,12 +77,12 @@ func TestTenThousandElicitationsUnderTheDefaultLimit(t *testing.T) {
 // than the limit.
 func TestCallsWaitForAFreeInstanceAtTheLimit(t *testing.T) {
 	h := newHost(t)
-	m := load(t, h, ModuleConfig{Name: "loop", Wasm: wasmFile(t, "wat/hostile/loop.wasm"), MaxInstances: 2, Timeout: 30 * time.Millisecond})
+	m := load(t, h, ModuleConfig{Name: "loop", Wasm: wasmFile(t, "wat/hostile/loop.wasm"), MaxInstances: 2, Timeout: 200 * time.Millisecond})
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Go(func() {
 			_, err := m.HandleRequest(context.Background(), "elicitation/create", elicit("x"))
-			wantHandlerError(t, err, jsonrpc.CodeInternalError, "deadline of 30ms exceeded")
+			wantHandlerError(t, err, jsonrpc.CodeInternalError, "deadline of 200ms exceeded")
 		})
 	}
 	wg.Wait()

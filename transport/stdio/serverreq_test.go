@@ -205,7 +205,10 @@ func TestFloodOfServerRequestsBoundedByDefaultLimit(t *testing.T) {
 	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<20 {
 		t.Fatalf("heap grew by %d bytes during the flood", grown)
 	}
-	if g := peakGoroutines.Load(); g > int64(base)+16+16 {
+	// Goroutines that released their slot may not have exited yet, and the
+	// connection has a few of its own: the bound is loose, but a flood that
+	// started a goroutine per request would show thousands.
+	if g := peakGoroutines.Load(); g > int64(base)+16+100 {
 		t.Fatalf("%d goroutines during the flood (base %d): not bounded by the limit", g, base)
 	}
 }
