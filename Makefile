@@ -1,5 +1,5 @@
-# Snodo's build. `make test` is the one command that runs every test
-# (.ci/run calls it after installing the tools in .ci/deps.d).
+# Snodo's build. `make test` is the one command that runs every test,
+# installing first what the tests need (.ci/deps.d); .ci/run calls it.
 
 GO       ?= go
 PKGS     ?= ./...
@@ -20,9 +20,11 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 
-# Every test, with the race detector. Wasm examples are built first so the
-# host's tests run against modules built from source.
-test: vet examples
+# Every test, with the race detector. The tools the tests need are installed
+# first (idempotent: each script skips what is there; Debian packages need
+# root), and the Wasm examples built, so the host's tests run against
+# modules built from source.
+test: deps vet examples
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(MAKE) -C bench test
 
@@ -42,13 +44,14 @@ fuzz:
 examples:
 	@if [ -x scripts/build-examples.sh ]; then scripts/build-examples.sh; fi
 
-# The demo: a server asks, a Wasm module answers.
-demo: examples
+# The demo: a server asks, a Wasm module answers. Go alone is enough: the
+# script builds the one module it needs when make examples has not.
+demo:
 	scripts/demo.sh
 
 # Installs the toolchains the tests need (what .ci/run does first).
 deps:
-	@for dep in .ci/deps.d/*.sh; do [ -e "$$dep" ] && bash "$$dep"; done; true
+	@set -e; for dep in .ci/deps.d/*.sh; do echo "== $$dep"; bash "$$dep"; done
 
 bench-compare:
 	$(MAKE) -C bench compare
