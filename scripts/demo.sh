@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The demo behind `make demo` (which first builds the example Wasm handlers
-# with scripts/build-examples.sh): snodo-run starts the demo MCP server,
+# The demo behind `make demo` (Go alone is enough: it builds the one Wasm
+# handler it uses when make examples has not): snodo-run starts the demo MCP server,
 # the server asks the client to fill in a form, and a sandboxed Wasm module
 # answers it — in both protocol eras — then a long tool call shows its
 # progress.
