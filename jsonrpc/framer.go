@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"sync"
 )
 
 // DefaultMaxLineBytes is the default largest line a LineReader accepts:
@@ -84,7 +83,7 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 			case discarded:
 			case size > int64(lr.max):
 				discarded = true
-				acc.release() // let go of what was collected
+				acc = lineBuffer{} // release what was collected
 			case i >= 0 && acc.empty():
 				// The common case: the whole line is in the read buffer.
 				if line := trimCR(part); len(line) > 0 {
@@ -159,13 +158,12 @@ func (lb *lineBuffer) append(part []byte, capBound int) {
 			size = 2 * cap(lb.chunks[n-1])
 		}
 		size = max(min(size, maxChunk, capBound-lb.total), len(part))
-		lb.chunks = append(lb.chunks, newChunk(size))
+		lb.chunks = append(lb.chunks, make([]byte, 0, size))
 		lb.total += size
 	}
 }
 
-// bytes returns the collected line as one slice, which the caller owns.
-// The chunks of a line that needed several are recycled.
+// bytes returns the collected line as one slice.
 func (lb *lineBuffer) bytes() []byte {
 	switch len(lb.chunks) {
 	case 0:
@@ -181,48 +179,7 @@ func (lb *lineBuffer) bytes() []byte {
 	for _, c := range lb.chunks {
 		line = append(line, c...)
 	}
-	lb.release()
 	return line
-}
-
-// release recycles the chunks and empties the buffer.
-func (lb *lineBuffer) release() {
-	for _, c := range lb.chunks {
-		if i, ok := chunkClass(cap(c)); ok {
-			c = c[:0]
-			chunkPools[i].Put(&c)
-		}
-	}
-	lb.chunks, lb.total = nil, 0
-}
-
-// chunkPools recycle the chunks of lines that spanned reads, one pool per
-// size (readBufferSize << i, up to maxChunk). Once a line is joined or
-// discarded its chunks are garbage; reusing them spares the next long line
-// the page faults and zeroing of fresh memory, which are most of the cost
-// of collecting it.
-var chunkPools [chunkClasses]sync.Pool
-
-const chunkClasses = 7 // 64 KiB … 4 MiB
-
-// chunkClass returns the pool of chunks of exactly size bytes.
-func chunkClass(size int) (int, bool) {
-	for i := range chunkClasses {
-		if readBufferSize<<i == size {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
-// newChunk returns an empty chunk of capacity size, recycled if it can.
-func newChunk(size int) []byte {
-	if i, ok := chunkClass(size); ok {
-		if p, _ := chunkPools[i].Get().(*[]byte); p != nil {
-			return *p
-		}
-	}
-	return make([]byte, 0, size)
 }
 
 func trimCR(b []byte) []byte {
