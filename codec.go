@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"unsafe"
 
 	"github.com/bytedance/sonic"
 )
@@ -14,7 +15,17 @@ var api = sonic.ConfigDefault
 
 func marshal(v any) ([]byte, error) { return api.Marshal(v) }
 
-func unmarshal(data []byte, v any) error { return api.Unmarshal(data, v) }
+// unmarshal decodes data into v without copying data first: sonic's
+// Unmarshal would copy all of it into a string (8 MiB for an 8 MiB tool
+// result). Decoded strings may share data's memory, so data must not be
+// modified afterwards; the client decodes only what transports return,
+// which nothing writes to.
+func unmarshal(data []byte, v any) error {
+	if len(data) == 0 {
+		return api.Unmarshal(data, v)
+	}
+	return api.UnmarshalFromString(unsafe.String(&data[0], len(data)), v)
+}
 
 // splitExtra decodes data's members and returns those not in known, for
 // types that keep the fields they do not know.
@@ -147,17 +158,25 @@ func skipValue(data []byte, i int) int {
 	for i < len(data) {
 		switch c := data[i]; c {
 		case '"':
+			// Jump from quote to quote (IndexByte is vectorised: a long
+			// text is the common case); a quote preceded by an odd run of
+			// backslashes is escaped.
 			i++
-			for i < len(data) && data[i] != '"' {
-				if data[i] == '\\' {
-					i++
+			for {
+				k := bytes.IndexByte(data[i:], '"')
+				if k < 0 {
+					return -1
 				}
-				i++
+				q := i + k
+				backslashes := 0
+				for j := q - 1; j >= i && data[j] == '\\'; j-- {
+					backslashes++
+				}
+				i = q + 1
+				if backslashes%2 == 0 {
+					break
+				}
 			}
-			if i >= len(data) {
-				return -1
-			}
-			i++
 		case '{', '[':
 			depth++
 			i++

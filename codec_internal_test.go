@@ -32,6 +32,8 @@ func TestHasUnknownKeys(t *testing.T) {
 func FuzzHasUnknownKeys(f *testing.F) {
 	f.Add(`{"type":"text","x":{"a":[1,2]}}`)
 	f.Add(`{"type":"text"}`)
+	f.Add(`{"text":"a\"b\\","x":1}`)
+	f.Add(`{"text":"\\\"}\\","type":"y","z":[]}`)
 	known := []string{"type", "text"}
 	f.Fuzz(func(t *testing.T, s string) {
 		if hasUnknownKeys([]byte(s), known) {
