@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodo/snodo/internal/legacyserver"
 )
 
 // Protocol versions by era, newest first.
@@ -87,7 +89,7 @@ func main() {
 	}
 	var t mcp.Transport = &mcp.StdioTransport{}
 	if *era == "legacy" && !*sdkDiscover {
-		t = preDiscoverTransport{t}
+		t = legacyserver.WithoutDiscover(t)
 	}
 	if err := server.Run(ctx, t); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)

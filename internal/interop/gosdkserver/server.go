@@ -15,8 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodo/snodo/internal/legacyserver"
 )
 
 // Run serves MCP over stdio with the official Go SDK: in the
@@ -51,7 +52,7 @@ func run(versions []string, legacy bool) int {
 	registerTools(s, !slices.Contains(versions, "2026-07-28"))
 	var t mcp.Transport = &mcp.IOTransport{Reader: Stdin, Writer: Stdout}
 	if legacy {
-		t = noDiscover{t}
+		t = legacyserver.WithoutDiscover(t)
 	}
 	if err := s.Run(context.Background(), t); err != nil && !strings.Contains(err.Error(), "EOF") {
 		fmt.Fprintln(os.Stderr, "gosdk server:", err)
@@ -201,43 +202,4 @@ func registerTools(s *mcp.Server, legacy bool) {
 	s.AddResource(&mcp.Resource{URI: "interop://counter", Name: "counter", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "interop://counter", MIMEType: "text/plain", Text: "1"}}}, nil
 	})
-}
-
-// noDiscover answers server/discover with -32601 before the SDK sees it,
-// as a server of a legacy revision does.
-type noDiscover struct{ mcp.Transport }
-
-func (n noDiscover) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := n.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &noDiscoverConn{Connection: c}, nil
-}
-
-type noDiscoverConn struct {
-	mcp.Connection
-	mu sync.Mutex
-}
-
-func (c *noDiscoverConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	for {
-		msg, err := c.Connection.Read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		req, ok := msg.(*jsonrpc.Request)
-		if !ok || req.Method != "server/discover" || !req.ID.IsValid() {
-			return msg, nil
-		}
-		if err := c.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}}); err != nil {
-			return nil, err
-		}
-	}
-}
-
-func (c *noDiscoverConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.Connection.Write(ctx, msg)
 }
