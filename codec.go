@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"unsafe"
 
 	"github.com/bytedance/sonic"
+
+	"github.com/snodo/snodo/jsonrpc"
 )
 
 // The client's JSON goes through sonic: requests are built and results
@@ -15,17 +16,10 @@ var api = sonic.ConfigDefault
 
 func marshal(v any) ([]byte, error) { return api.Marshal(v) }
 
-// unmarshal decodes data into v without copying data first: sonic's
-// Unmarshal would copy all of it into a string (8 MiB for an 8 MiB tool
-// result). Decoded strings may share data's memory, so data must not be
-// modified afterwards; the client decodes only what transports return,
-// which nothing writes to.
-func unmarshal(data []byte, v any) error {
-	if len(data) == 0 {
-		return api.Unmarshal(data, v)
-	}
-	return api.UnmarshalFromString(unsafe.String(&data[0], len(data)), v)
-}
+// unmarshal decodes data into v without copying it first: see
+// jsonrpc.Unmarshal. The client decodes only what transports return, which
+// nothing writes to.
+func unmarshal(data []byte, v any) error { return jsonrpc.Unmarshal(data, v) }
 
 // splitExtra decodes data's members and returns those not in known, for
 // types that keep the fields they do not know.
@@ -34,7 +28,7 @@ func splitExtra(data []byte, known ...string) (map[string]json.RawMessage, error
 		return nil, nil
 	}
 	var all map[string]json.RawMessage
-	if err := api.Unmarshal(data, &all); err != nil {
+	if err := unmarshal(data, &all); err != nil {
 		return nil, err
 	}
 	for _, k := range known {

@@ -41,7 +41,7 @@ func Decode(data []byte) (Message, error) {
 	// UnmarshalFromString with a string that shares data's memory: sonic's
 	// Unmarshal would copy the whole line into a string first. data is not
 	// modified (see the doc comment), so the string stays immutable.
-	if err := sonic.ConfigDefault.UnmarshalFromString(bytesToString(data), &w); err != nil {
+	if err := Unmarshal(data, &w); err != nil {
 		return nil, &Error{Kind: KindProtocol, Code: CodeParseError, Message: "invalid JSON", Cause: err}
 	}
 	if w.JSONRPC != "2.0" {
@@ -86,6 +86,15 @@ func Decode(data []byte) (Message, error) {
 	default:
 		return nil, invalid(`a response needs a "result" or an "error"`)
 	}
+}
+
+// Unmarshal decodes the JSON value data into v with sonic, without copying
+// data first (sonic's own Unmarshal copies its whole input into a string).
+// Decoded strings may share data's memory, so data must not be modified
+// afterwards: use it on lines, params and results as transports return
+// them, which nothing writes to.
+func Unmarshal(data []byte, v any) error {
+	return sonic.ConfigDefault.UnmarshalFromString(bytesToString(data), v)
 }
 
 // bytesToString returns a string sharing b's memory.

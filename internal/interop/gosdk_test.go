@@ -52,28 +52,7 @@ func TestGoSDKModern(t *testing.T) {
 	// subscriptions/listen: a tools list change and a resource update.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	accepted, sub, err := c.Listen(ctx, snodo.SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"interop://counter"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !accepted.ToolsListChanged || len(accepted.ResourceSubscriptions) != 1 {
-		t.Errorf("accepted %+v", accepted)
-	}
-	mustCall(t, c, "grow", nil)
-	seen := map[string]bool{}
-	for len(seen) < 2 {
-		ev, err := sub.Next(ctx)
-		if err != nil {
-			t.Fatalf("listen: %v (seen %v)", err, seen)
-		}
-		seen[ev.Method] = true
-	}
-	if !seen["notifications/tools/list_changed"] || !seen["notifications/resources/updated"] {
-		t.Errorf("events %v", seen)
-	}
-	if err := sub.Close(); err != nil {
-		t.Error(err)
-	}
+	listenSeesToolAndResourceChanges(t, ctx, c)
 	tools := 0
 	for _, err := range c.Tools(ctx) {
 		if err != nil {
@@ -133,23 +112,7 @@ func TestGoSDKLegacy(t *testing.T) {
 	// notifications.
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	accepted, sub, err := c.Listen(lctx, snodo.SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"interop://counter"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !accepted.ToolsListChanged || len(accepted.ResourceSubscriptions) != 1 {
-		t.Errorf("accepted %+v", accepted)
-	}
-	mustCall(t, c, "grow", nil)
-	seen := map[string]bool{}
-	for len(seen) < 2 {
-		ev, err := sub.Next(lctx)
-		if err != nil {
-			t.Fatalf("listen: %v (seen %v)", err, seen)
-		}
-		seen[ev.Method] = true
-	}
-	sub.Close()
+	listenSeesToolAndResourceChanges(t, lctx, c)
 }
 
 // exerciseCommon runs what both eras share: tools that elicit, sample and

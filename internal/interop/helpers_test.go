@@ -134,3 +134,32 @@ func mustCall(t *testing.T, c *snodo.Client, name string, args any, opts ...snod
 	}
 	return textOf(res)
 }
+
+// listenSeesToolAndResourceChanges listens for tool list changes and
+// updates of interop://counter, has the server's "grow" tool change both,
+// and checks that both events arrive before ctx ends.
+func listenSeesToolAndResourceChanges(t *testing.T, ctx context.Context, c *snodo.Client) {
+	t.Helper()
+	accepted, sub, err := c.Listen(ctx, snodo.SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"interop://counter"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !accepted.ToolsListChanged || len(accepted.ResourceSubscriptions) != 1 {
+		t.Errorf("accepted %+v", accepted)
+	}
+	mustCall(t, c, "grow", nil)
+	seen := map[string]bool{}
+	for len(seen) < 2 {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("listen: %v (seen %v)", err, seen)
+		}
+		seen[ev.Method] = true
+	}
+	if !seen["notifications/tools/list_changed"] || !seen["notifications/resources/updated"] {
+		t.Errorf("events %v", seen)
+	}
+	if err := sub.Close(); err != nil {
+		t.Error(err)
+	}
+}

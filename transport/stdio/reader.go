@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/bytedance/sonic"
-
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -117,7 +115,7 @@ func (c *Conn) handleNotification(n *jsonrpc.Notification) {
 	var rt routing
 	if len(n.Params) > 0 {
 		// Params that do not parse are not routed; the hook may see them.
-		_ = sonic.ConfigDefault.Unmarshal(n.Params, &rt)
+		_ = jsonrpc.Unmarshal(n.Params, &rt)
 	}
 	switch n.Method {
 	case methodProgress:

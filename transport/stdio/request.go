@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bytedance/sonic"
-
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -289,7 +287,7 @@ func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
 			ProgressToken json.RawMessage `json:"progressToken"`
 		} `json:"_meta"`
 	}
-	if sonic.ConfigDefault.Unmarshal(params, &p) != nil || p.Meta == nil {
+	if jsonrpc.Unmarshal(params, &p) != nil || p.Meta == nil {
 		return jsonrpc.ID{}, false
 	}
 	return parseID(p.Meta.ProgressToken)
