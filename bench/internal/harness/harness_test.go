@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,16 @@ func TestEveryClientRunsEveryCaseWithRepliesChecked(t *testing.T) {
 			}
 			t.Run(c.Key()+"/"+cl.Name, func(t *testing.T) {
 				res := Run(ctx, p, c, cl, time.Minute)
+				if strings.Contains(res.Error, "signal: killed") {
+					// A run that hangs until its deadline is retried once,
+					// and says so. Seen once in about 2,000 runs of the
+					// go-sdk server (2026-07-28 era, 64 callers): the
+					// server process stuck in the Go runtime's
+					// gcMarkDone, every client request waiting on it. A
+					// second hang fails.
+					t.Logf("retrying a run killed at its deadline: %s", res.Error)
+					res = Run(ctx, p, c, cl, time.Minute)
+				}
 				if res.Error != "" {
 					t.Fatalf("%s", res.Error)
 				}
