@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"time"
 
@@ -14,18 +14,18 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/runtime"
+	"github.com/snodo/snodo/runner"
 )
 
-// withRuntime starts the runtime, runs fn, and stops the runtime, whatever
+// withRunner starts the runner, runs fn, and stops it, whatever
 // happens: the server is shut down in order (stdin closed, SIGTERM, SIGKILL
 // to its process group) even when fn fails or Ctrl-C ends it.
-func (a *app) withRuntime(fn func(ctx context.Context, rt *runtime.Runtime) error) error {
+func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) error {
 	s := a.settings
-	if s.runtime.Server.Command == "" {
+	if s.runner.Server.Command == "" {
 		return usageErr("no server: give its command after --, or --server NAME (mcpServers in the config file), or server.command in the config file")
 	}
-	rt, err := runtime.Start(a.ctx, s.runtime)
+	rt, err := runner.Start(a.ctx, s.runner)
 	if err != nil {
 		return a.startError(err)
 	}
@@ -33,15 +33,15 @@ func (a *app) withRuntime(fn func(ctx context.Context, rt *runtime.Runtime) erro
 	if err != nil {
 		err = a.blameHandler(rt, err)
 	}
-	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 4*s.runtime.ShutdownGrace+5*time.Second)
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 4*s.runner.ShutdownGrace+5*time.Second)
 	defer cancel()
 	_ = rt.Close(closeCtx)
 	return err
 }
 
-// startError classifies a failure of runtime.Start.
+// startError classifies a failure of runner.Start.
 func (a *app) startError(err error) error {
-	var le *runtime.LoadError
+	var le *runner.LoadError
 	switch {
 	case errors.As(err, &le):
 		return handlerErr(err)
@@ -56,7 +56,7 @@ func (a *app) startError(err error) error {
 // blameHandler turns the failure of a call after a handler failed into a
 // handler failure (exit 5): a legacy server answers a handler's -32603 with
 // an error of its own, which would otherwise read as the server's fault.
-func (a *app) blameHandler(rt *runtime.Runtime, err error) error {
+func (a *app) blameHandler(rt *runner.Runner, err error) error {
 	if errors.Is(err, snodo.ErrNoHandler) {
 		// A 2026-07-28 server asked for input nobody was configured to give.
 		return &cliError{code: exitUsage, kind: "config", err: fmt.Errorf("%v (give one with --handler FILE.wasm)", err)}
@@ -90,7 +90,7 @@ instructions, and (2026-07-28) the versions it supports.`,
   snodo-run --protocol legacy discover --output text -- npx -y @modelcontextprotocol/server-everything`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				c := rt.Client()
 				out := discoverOutput{
 					ProtocolVersion: c.ProtocolVersion(), Era: c.Era().String(),
@@ -140,7 +140,7 @@ func (a *app) toolsCmd() *cobra.Command {
 		Example: `  snodo-run tools list --output text -- npx -y @modelcontextprotocol/server-everything`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				tools, err := a.listTools(ctx, rt)
 				if err != nil {
 					return err
@@ -182,7 +182,7 @@ A result with isError set is printed, and the exit code is 1.`,
 			if err != nil {
 				return err
 			}
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				if len(argPairs) > 0 {
 					var schema json.RawMessage
 					tools, err := a.listTools(ctx, rt)
@@ -222,7 +222,7 @@ A result with isError set is printed, and the exit code is 1.`,
 	return tools
 }
 
-func (a *app) listTools(ctx context.Context, rt *runtime.Runtime) ([]*snodo.Tool, error) {
+func (a *app) listTools(ctx context.Context, rt *runner.Runner) ([]*snodo.Tool, error) {
 	tools := []*snodo.Tool{}
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 		for t, err := range rt.Client().Tools(ctx, opts...) {
@@ -255,7 +255,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 		Example: `  snodo-run resources list --output text -- ./demo --era legacy`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				out := resourceList{Resources: []*snodo.Resource{}}
 				err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 					for r, err := range rt.Client().Resources(ctx, opts...) {
@@ -279,7 +279,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 		Example: `  snodo-run resources templates -- ./demo`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				out := templateList{ResourceTemplates: []*snodo.ResourceTemplate{}}
 				err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 					for r, err := range rt.Client().ResourceTemplates(ctx, opts...) {
@@ -303,7 +303,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 		Example: `  snodo-run resources read demo://greeting/Ada -- ./demo`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				var res *snodo.ReadResourceResult
 				err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 					res, err = rt.Client().ReadResource(ctx, args[0], opts...)
@@ -344,7 +344,7 @@ func (a *app) promptsCmd() *cobra.Command {
 		Example: `  snodo-run prompts list --output text -- ./demo`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				out := promptList{Prompts: []*snodo.Prompt{}}
 				err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 					for p, err := range rt.Client().Prompts(ctx, opts...) {
@@ -377,7 +377,7 @@ func (a *app) promptsCmd() *cobra.Command {
 				}
 				arguments[k] = v
 			}
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				var res *snodo.GetPromptResult
 				err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 					res, err = rt.Client().GetPrompt(ctx, args[0], arguments, opts...)
@@ -438,7 +438,7 @@ func (a *app) completeCmd() *cobra.Command {
 					p.Context.Arguments[k] = v
 				}
 			}
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				var res *snodo.CompleteResult
 				err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 					res, err = rt.Client().Complete(ctx, p, opts...)
@@ -482,7 +482,7 @@ Without a selection, all three list changes are asked for.`,
 			if !tools && !prompts && !resources && len(uris) == 0 {
 				filter.ToolsListChanged, filter.PromptsListChanged, filter.ResourcesListChanged = true, true, true
 			}
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				ctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				seen := 0
@@ -551,7 +551,7 @@ are answered by the handlers and the request retried, as for typed commands.`,
 			if len(p) > 0 {
 				raw, _ = json.Marshal(p)
 			}
-			return a.withRuntime(func(ctx context.Context, rt *runtime.Runtime) error {
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				var res json.RawMessage
 				err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 					res, err = rt.Client().Request(ctx, method, raw, opts...)
@@ -595,7 +595,7 @@ what is missing or wrong, with exit code 5.`,
 			if err != nil {
 				return err
 			}
-			rep, err := runtime.CheckModule(a.ctx, mc, a.settings.runtime.CacheDir)
+			rep, err := runner.CheckModule(a.ctx, mc, a.settings.runner.CacheDir)
 			if err != nil {
 				return handlerErr(err)
 			}
@@ -631,9 +631,9 @@ consumer's request to cancel, are reported as errors with exit code 5.
 			if err != nil {
 				return err
 			}
-			res, err := runtime.TestModule(a.ctx, mc, a.settings.runtime.CacheDir, method, raw)
+			res, err := runner.TestModule(a.ctx, mc, a.settings.runner.CacheDir, method, raw)
 			if err != nil {
-				var le *runtime.LoadError
+				var le *runner.LoadError
 				if !errors.As(err, &le) && !isJSONRPC(err) {
 					return usageErr("%v", err)
 				}
@@ -650,26 +650,26 @@ consumer's request to cancel, are reported as errors with exit code 5.
 
 // moduleFor is the module config of a file given on the command line,
 // with its settings from the config file and --handler-config.
-func (a *app) moduleFor(path string) (runtime.ModuleConfig, error) {
-	for _, h := range a.settings.runtime.Handlers {
+func (a *app) moduleFor(path string) (runner.ModuleConfig, error) {
+	for _, h := range a.settings.runner.Handlers {
 		if h.Path == path {
 			return h.ModuleConfig, nil
 		}
 	}
 	v, err := newViper(a.root.PersistentFlags())
 	if err != nil {
-		return runtime.ModuleConfig{}, err
+		return runner.ModuleConfig{}, err
 	}
 	_, fc, err := readConfigFile(v, a.configFlag)
 	if err != nil {
-		return runtime.ModuleConfig{}, err
+		return runner.ModuleConfig{}, err
 	}
-	rc := runtime.Config{}
+	rc := runner.Config{}
 	v.Set(keyHandler, []string{path})
 	v.Set(keyProgress, "")
 	v.Set(keySubscriber, "")
 	if err := resolveModules(v, fc, &rc); err != nil {
-		return runtime.ModuleConfig{}, err
+		return runner.ModuleConfig{}, err
 	}
 	return rc.Handlers[0].ModuleConfig, nil
 }
@@ -688,7 +688,7 @@ func (a *app) versionCmd() *cobra.Command {
 				Go        string   `json:"go"`
 				Protocols []string `json:"protocolVersions"`
 				ABI       int      `json:"handlerABI"`
-			}{version, goruntime.Version(), snodo.SupportedVersions(), abi.Version}
+			}{version, runtime.Version(), snodo.SupportedVersions(), abi.Version}
 			if a.settings == nil {
 				a.settings = &settings{output: "json"}
 				if f := cmd.Flags().Lookup("output"); f != nil {

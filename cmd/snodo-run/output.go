@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/runtime"
+	"github.com/snodo/snodo/runner"
 )
 
 // print writes v to stdout in the chosen format.
@@ -164,7 +164,7 @@ func renderText(w io.Writer, v any) error {
 			fmt.Fprintf(w, "instructions: %s\n", v.Instructions)
 		}
 		return nil
-	case *runtime.ModuleReport:
+	case *runner.ModuleReport:
 		fmt.Fprintf(w, "%s (%s, %d bytes, sha256 %s)\n", v.Name, v.Path, v.Size, v.SHA256)
 		fmt.Fprintf(w, "ABI version %d\n", v.Manifest.ABI)
 		if len(v.Manifest.Methods) > 0 {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snodo/snodo/runtime"
+	"github.com/snodo/snodo/runner"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -129,7 +129,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.StringArray("handler-config", nil, "`[MODULE=]JSON|@FILE` configuration of the handler modules (MODULE: a module's file name without .wasm); repeatable")
 	f.String("progress", "", "`FILE.wasm` consumes progress notifications (takes precedence over the progress display)")
 	f.String("subscriber", "", "`FILE.wasm` consumes the events of listen")
-	f.Int("max-server-requests", runtime.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
+	f.Int("max-server-requests", runner.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
 	f.Int("max-line-bytes", 16<<20, "longest line accepted from the server")
 	f.Duration("timeout", 60*time.Second, "request timeout, a Go duration (30s, 2m)")
 	f.String("protocol", "auto", "protocol: auto, legacy, modern, or a version such as 2025-06-18")
@@ -138,7 +138,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.StringP("output", "o", "json", "output format: json, pretty or text")
 	f.BoolP("verbose", "v", false, "structured logs (log/slog) and progress lines on stderr")
 	f.Bool("server-stderr", false, "show the server's stderr (hidden by default; its tail is shown when it fails)")
-	f.Duration("shutdown-grace", runtime.DefaultShutdownGrace, "how long the server has to exit after stdin closes, and again after SIGTERM")
+	f.Duration("shutdown-grace", runner.DefaultShutdownGrace, "how long the server has to exit after stdin closes, and again after SIGTERM")
 	f.String("cache-dir", "", "compilation cache of Wasm modules; default the user cache dir")
 	f.StringArray("allow-tool", nil, "guard: only tools whose name matches this `PATTERN` (shell glob) may be listed or called; repeatable")
 	f.StringArray("deny-tool", nil, "guard: tools whose name matches this `PATTERN` may not be listed or called; repeatable")
@@ -180,9 +180,9 @@ func (a *app) prepare(cmd *cobra.Command, _ []string) error {
 		level = slog.LevelDebug
 	}
 	a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
-	s.runtime.Logger = a.logger
+	s.runner.Logger = a.logger
 	if v.GetBool(keyServerStderr) {
-		s.runtime.ServerStderr = a.stderr
+		s.runner.ServerStderr = a.stderr
 	}
 	if file != "" {
 		a.logger.Debug("config file", "path", file)
@@ -193,6 +193,6 @@ func (a *app) prepare(cmd *cobra.Command, _ []string) error {
 // isRuntimeError reports whether err came from the runtime or the client
 // rather than from cobra's parsing.
 func isRuntimeError(err error) bool {
-	var le *runtime.LoadError
+	var le *runner.LoadError
 	return errors.As(err, &le) || errors.Is(err, context.Canceled) || isJSONRPC(err)
 }

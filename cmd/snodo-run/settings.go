@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/snodo/snodo/runtime"
+	"github.com/snodo/snodo/runner"
 )
 
 // Settings keys. Each is a config-file key, a SNODO_ environment variable
@@ -52,7 +52,7 @@ const configFileName = "snodo"
 
 // settings is the resolved configuration of one snodo-run invocation.
 type settings struct {
-	runtime    runtime.Config
+	runner     runner.Config
 	output     string
 	verbose    bool
 	allow      []string
@@ -109,12 +109,12 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetEnvPrefix("SNODO")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
-	v.SetDefault(keyMaxServerRequests, runtime.DefaultMaxServerRequests)
+	v.SetDefault(keyMaxServerRequests, runner.DefaultMaxServerRequests)
 	v.SetDefault(keyMaxLineBytes, 16<<20)
 	v.SetDefault(keyTimeout, "60s")
 	v.SetDefault(keyProtocol, "auto")
 	v.SetDefault(keyOutput, "json")
-	v.SetDefault(keyShutdownGrace, runtime.DefaultShutdownGrace.String())
+	v.SetDefault(keyShutdownGrace, runner.DefaultShutdownGrace.String())
 	for key, flag := range map[string]string{
 		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
 		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
@@ -203,7 +203,7 @@ func decodeFile(name string, raw []byte, fc *fileConfig) error {
 // (after --) into settings.
 func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string) (*settings, error) {
 	s := &settings{configFile: file}
-	rc := &s.runtime
+	rc := &s.runner
 
 	s.output = v.GetString(keyOutput)
 	switch s.output {
@@ -236,7 +236,7 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string) (*
 		return nil, usageErr("max_line_bytes must be at least 1024, not %q", v.GetString(keyMaxLineBytes))
 	}
 	rc.Protocol = v.GetString(keyProtocol)
-	if err := runtime.CheckProtocol(rc.Protocol); err != nil {
+	if err := runner.CheckProtocol(rc.Protocol); err != nil {
 		return nil, usageErr("%v", err)
 	}
 	rc.CacheDir = v.GetString(keyCacheDir)
@@ -261,7 +261,7 @@ func duration(v *viper.Viper, key string) (time.Duration, error) {
 
 // resolveServer picks the server: the command after --, else --server NAME
 // from the config file's mcpServers, else server.command.
-func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Server) error {
+func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Server) error {
 	name := v.GetString(keyServerName)
 	switch {
 	case len(argv) > 0:
@@ -297,7 +297,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Se
 		if !ok || k == "" {
 			return usageErr("--env wants K=V, not %q", kv)
 		}
-		srv.Env = append(srv.Env, runtime.EnvVar{Name: k, Value: val})
+		srv.Env = append(srv.Env, runner.EnvVar{Name: k, Value: val})
 	}
 	if cd := v.GetString(keyCd); cd != "" {
 		srv.Dir = cd
@@ -307,16 +307,16 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Se
 
 // envVars turns an env map (a null value unsets) into changes, sorted by
 // name so that runs are reproducible.
-func envVars(m map[string]*string) []runtime.EnvVar {
-	out := make([]runtime.EnvVar, 0, len(m))
+func envVars(m map[string]*string) []runner.EnvVar {
+	out := make([]runner.EnvVar, 0, len(m))
 	for k, val := range m {
 		if val == nil {
-			out = append(out, runtime.EnvVar{Name: k, Unset: true})
+			out = append(out, runner.EnvVar{Name: k, Unset: true})
 		} else {
-			out = append(out, runtime.EnvVar{Name: k, Value: *val})
+			out = append(out, runner.EnvVar{Name: k, Value: *val})
 		}
 	}
-	slices.SortFunc(out, func(a, b runtime.EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b runner.EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -329,7 +329,7 @@ func moduleName(path string) string {
 // resolveModules builds the handler, progress and subscriber modules from
 // handler ([METHOD=]FILE…), progress, subscriber, handler_config and the
 // config file's modules map.
-func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config) error {
+func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config) error {
 	configs := map[string]json.RawMessage{} // by module name; "" for all
 	for _, hc := range v.GetStringSlice(keyHandlerConfig) {
 		name, value := "", hc
@@ -342,9 +342,9 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config) error {
 		}
 		configs[name] = raw
 	}
-	module := func(path string) (runtime.ModuleConfig, []string, error) {
+	module := func(path string) (runner.ModuleConfig, []string, error) {
 		name := moduleName(path)
-		mc := runtime.ModuleConfig{Name: name, Path: path}
+		mc := runner.ModuleConfig{Name: name, Path: path}
 		ms, ok := fc.Modules[name]
 		var methods []string
 		if ok {
@@ -361,7 +361,7 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config) error {
 				if m.Host == "" {
 					return mc, nil, configErr("modules.%s.grants.mounts: a mount needs host", name)
 				}
-				mc.Grants.Mounts = append(mc.Grants.Mounts, runtime.Mount{HostDir: m.Host, GuestPath: m.Guest, ReadOnly: m.ReadOnly})
+				mc.Grants.Mounts = append(mc.Grants.Mounts, runner.Mount{HostDir: m.Host, GuestPath: m.Guest, ReadOnly: m.ReadOnly})
 			}
 			mc.Grants.Env, mc.Grants.Clock, mc.Grants.Random = ms.Grants.Env, ms.Grants.Clock, ms.Grants.Random
 			methods = ms.Methods
@@ -389,7 +389,7 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config) error {
 		if methods == nil {
 			methods = declared
 		}
-		rc.Handlers = append(rc.Handlers, runtime.Handler{ModuleConfig: mc, Methods: methods})
+		rc.Handlers = append(rc.Handlers, runner.HandlerModule{ModuleConfig: mc, Methods: methods})
 	}
 	if p := v.GetString(keyProgress); p != "" {
 		mc, _, err := module(p)

@@ -1,4 +1,4 @@
-// Package runtime assembles one running MCP client from one Config value:
+// Package runner assembles one running MCP client from one Config value:
 // the server process, started as the leader of its own process group, and
 // its stdio connection; the client, speaking the era Config.Protocol asks
 // for (probing by default); the Wasm handler modules answering what the
@@ -7,9 +7,9 @@
 // Config.MaxServerRequests, shared by the requests a legacy server sends
 // and the input requests of a 2026-07-28 server.
 //
-//	rt, err := runtime.Start(ctx, runtime.Config{
-//		Server:   runtime.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
-//		Handlers: []runtime.Handler{{ModuleConfig: runtime.ModuleConfig{Path: "elicit-policy.wasm"}}},
+//	rt, err := runner.Start(ctx, runner.Config{
+//		Server:   runner.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
+//		Handlers: []runner.HandlerModule{{ModuleConfig: runner.ModuleConfig{Path: "elicit-policy.wasm"}}},
 //	})
 //	if err != nil {
 //		return err
@@ -23,8 +23,5 @@
 // server started (npx, uvx, a shell wrapper) goes with it. Errors about a
 // server that exited carry its exit status and the tail of its stderr.
 //
-// Note: the package is named after what it assembles; import it with a
-// name of your own if it shadows the standard library's runtime.
-//
 // The snodo-run command is a thin layer over this package.
-package runtime
+package runner

@@ -1,4 +1,4 @@
-package runtime
+package runner
 
 import (
 	"context"
@@ -20,10 +20,10 @@ import (
 	"github.com/snodo/snodo/transport/stdio"
 )
 
-// Runtime is one running client: the server process and its stdio
+// Runner is one running client: the server process and its stdio
 // connection, the client speaking the negotiated era, and the handler
 // modules answering the server. Start makes one; Close stops it all.
-type Runtime struct {
+type Runner struct {
 	cfg    Config
 	log    *slog.Logger
 	conn   *stdio.Conn
@@ -41,7 +41,7 @@ type Runtime struct {
 	cancelConn context.CancelCauseFunc
 
 	failMu      sync.Mutex
-	lastFailure error // the last handler failure, for Runtime.HandlerFailure
+	lastFailure error // the last handler failure, for Runner.HandlerFailure
 
 	closeOnce sync.Once
 	closeErr  error
@@ -77,12 +77,12 @@ func (e *LoadError) Unwrap() error { return e.Err }
 
 // Start loads the handler modules, starts the server in its own process
 // group, and connects the client in the era Config.Protocol asks for. ctx
-// bounds the start only; the Runtime runs until Close.
+// bounds the start only; the Runner runs until Close.
 //
 // A failure to load a module is a *LoadError. A server that cannot be
 // started, or that exits before answering, is a -32000 connection error
 // whose message ends with the tail of the server's stderr.
-func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
+func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 	if err := CheckProtocol(cfg.Protocol); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = snodo.DefaultTimeout
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, handlers: map[string]*wasm.Module{}}
+	r := &Runner{cfg: cfg, log: cfg.Logger, handlers: map[string]*wasm.Module{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -120,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runtime, err error) {
 }
 
 // loadModules loads every module of the configuration in one Wasm host.
-func (r *Runtime) loadModules(ctx context.Context) error {
+func (r *Runner) loadModules(ctx context.Context) error {
 	if len(r.cfg.Handlers) == 0 && r.cfg.Progress == nil && r.cfg.Subscriber == nil {
 		return nil
 	}
@@ -201,7 +201,7 @@ func baseName(p string) string {
 // startServer starts the server process with its stderr on a pipe of our
 // own, so that the tail is kept and a grandchild holding stderr open never
 // delays reaping the server.
-func (r *Runtime) startServer(ctx context.Context) error {
+func (r *Runner) startServer(ctx context.Context) error {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
@@ -226,7 +226,7 @@ func (r *Runtime) startServer(ctx context.Context) error {
 			env = append(env, stdio.Set(e.Name, e.Value))
 		}
 	}
-	// The connection is owned by the Runtime, not by ctx: a cancelled call
+	// The connection is owned by the Runner, not by ctx: a cancelled call
 	// (Ctrl-C) must still be able to tell the server before Close.
 	connCtx, cancel := context.WithCancelCause(context.Background())
 	r.cancelConn = cancel
@@ -250,7 +250,7 @@ func (r *Runtime) startServer(ctx context.Context) error {
 }
 
 // connect opens the client over the connection, with every handler.
-func (r *Runtime) connect(ctx context.Context) error {
+func (r *Runner) connect(ctx context.Context) error {
 	opts := []snodo.Option{
 		snodo.WithMaxServerRequests(r.cfg.MaxServerRequests),
 		snodo.WithDefaultTimeout(r.cfg.Timeout),
@@ -291,7 +291,7 @@ func (r *Runtime) connect(ctx context.Context) error {
 // recording wraps a handler so that its failures are remembered: a legacy
 // server turns a handler's -32603 into an error of its own, and the caller
 // should still learn that a handler failed.
-func (r *Runtime) recording(name string, h snodo.Handler) snodo.Handler {
+func (r *Runner) recording(name string, h snodo.Handler) snodo.Handler {
 	return snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		r.log.Info("the server asks", "method", method, "handler", name, "params", clip(params))
 		res, err := h.HandleRequest(ctx, method, params)
@@ -319,20 +319,20 @@ func clip(b json.RawMessage) string {
 // HandlerFailure returns the last error a handler answered the server with,
 // or nil. A call that fails after a handler failed most likely failed
 // because of it.
-func (r *Runtime) HandlerFailure() error {
+func (r *Runner) HandlerFailure() error {
 	r.failMu.Lock()
 	defer r.failMu.Unlock()
 	return r.lastFailure
 }
 
 // Client returns the connected client.
-func (r *Runtime) Client() *snodo.Client { return r.client }
+func (r *Runner) Client() *snodo.Client { return r.client }
 
 // Pid returns the server's process ID (also its process group ID).
-func (r *Runtime) Pid() int { return r.conn.Pid() }
+func (r *Runner) Pid() int { return r.conn.Pid() }
 
 // StderrTail returns the last bytes the server wrote to stderr.
-func (r *Runtime) StderrTail() string {
+func (r *Runner) StderrTail() string {
 	if r.stderr == nil {
 		return ""
 	}
@@ -344,7 +344,7 @@ func (r *Runtime) StderrTail() string {
 // as data {"exitCode", "stderr"}. The result is a copy whose message
 // includes the original's cause (and whose Cause is nil). Other errors are
 // returned as they are.
-func (r *Runtime) Explain(err error) error {
+func (r *Runner) Explain(err error) error {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Kind != jsonrpc.KindTransport || je.Code != jsonrpc.CodeConnectionClosed {
 		return err
@@ -388,7 +388,7 @@ func (r *Runtime) Explain(err error) error {
 // Config.ShutdownGrace SIGTERM to its process group, then after the same
 // grace SIGKILL; whatever the server started is stopped with it. Then the
 // Wasm host is closed. It returns the client's close error, if any.
-func (r *Runtime) Close(ctx context.Context) error {
+func (r *Runner) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
 		if r.client != nil {
 			r.closeErr = r.client.Close()
@@ -417,7 +417,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 }
 
 // ExitState returns the server's exit state once Close has stopped it.
-func (r *Runtime) ExitState() *os.ProcessState { return r.exit }
+func (r *Runner) ExitState() *os.ProcessState { return r.exit }
 
 // tail keeps the last n bytes written to it.
 type tail struct {

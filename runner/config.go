@@ -1,4 +1,4 @@
-package runtime
+package runner
 
 import (
 	"encoding/json"
@@ -39,7 +39,7 @@ type Config struct {
 
 	// Handlers are the Wasm modules that answer what the server asks of
 	// the client (elicitation/create, sampling/createMessage, roots/list).
-	Handlers []Handler
+	Handlers []HandlerModule
 
 	// Native are Go handlers by method; they take precedence over Wasm
 	// modules for the same method.
@@ -51,7 +51,7 @@ type Config struct {
 	Progress *ModuleConfig
 
 	// Subscriber is a Wasm module that consumes the events of a
-	// subscription (Runtime.Listen); nil means none. It can end the
+	// subscription (Runner.Listen); nil means none. It can end the
 	// subscription.
 	Subscriber *ModuleConfig
 
@@ -119,8 +119,8 @@ type EnvVar struct {
 	Unset       bool
 }
 
-// Handler is a Wasm module that answers server requests.
-type Handler struct {
+// HandlerModule is a Wasm module that answers server requests.
+type HandlerModule struct {
 	ModuleConfig
 	// Methods are the methods the module answers for this client; empty
 	// means every method the module declares.

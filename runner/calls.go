@@ -1,4 +1,4 @@
-package runtime
+package runner
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // cancelled on the server and Call returns the module's error (a handler
 // error, -32603). A connection error is explained with the server's exit
 // status and stderr tail (see Explain).
-func (r *Runtime) Call(ctx context.Context, show func(snodo.Progress), call func(ctx context.Context, opts ...snodo.CallOption) error) error {
+func (r *Runner) Call(ctx context.Context, show func(snodo.Progress), call func(ctx context.Context, opts ...snodo.CallOption) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var opts []snodo.CallOption
@@ -57,7 +57,7 @@ func (r *Runtime) Call(ctx context.Context, show func(snodo.Progress), call func
 // event), and ends when ctx ends (nil error), the server ends the stream
 // (nil), the subscriber module stops it (nil, or its error if it failed),
 // each returns an error, or the connection goes (a -32000 error).
-func (r *Runtime) Listen(ctx context.Context, filter snodo.SubscriptionFilter, accepted func(snodo.SubscriptionFilter), each func(snodo.Event) error) error {
+func (r *Runner) Listen(ctx context.Context, filter snodo.SubscriptionFilter, accepted func(snodo.SubscriptionFilter), each func(snodo.Event) error) error {
 	got, sub, err := r.client.Listen(ctx, filter)
 	if err != nil {
 		return r.Explain(err)
@@ -107,7 +107,7 @@ func (r *Runtime) Listen(ctx context.Context, filter snodo.SubscriptionFilter, a
 }
 
 // HasProgressModule reports whether progress goes to a Wasm module.
-func (r *Runtime) HasProgressModule() bool { return r.progress != nil }
+func (r *Runner) HasProgressModule() bool { return r.progress != nil }
 
 // HasSubscriber reports whether events go to a Wasm module.
-func (r *Runtime) HasSubscriber() bool { return r.subscriber != nil }
+func (r *Runner) HasSubscriber() bool { return r.subscriber != nil }

@@ -1,4 +1,4 @@
-package runtime
+package runner
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestOneWasmHandlerAnswersDemoElicitationInBothEras(t *testing.T) {
 			ctx := context.Background()
 			rt, err := Start(ctx, Config{
 				Server: Server{Command: demoBin, Args: []string{"--era", era}},
-				Handlers: []Handler{{ModuleConfig: ModuleConfig{Path: elicitWasm,
+				Handlers: []HandlerModule{{ModuleConfig: ModuleConfig{Path: elicitWasm,
 					Config: json.RawMessage(`{"values":{"name":"Grace","plan":"pro"}}`)}}},
 				// The default compilation cache: compiling a Go-built module
 				// in a race-instrumented process takes long, once.
@@ -193,7 +193,7 @@ func TestCallErrorExplainsServerThatDied(t *testing.T) {
 func TestStartRefusesAModuleThatCannotLoad(t *testing.T) {
 	_, err := Start(context.Background(), Config{
 		Server:   Server{Command: "/nonexistent/server"},
-		Handlers: []Handler{{ModuleConfig: ModuleConfig{Path: "/nonexistent/policy.wasm"}}},
+		Handlers: []HandlerModule{{ModuleConfig: ModuleConfig{Path: "/nonexistent/policy.wasm"}}},
 	})
 	var le *LoadError
 	if !errors.As(err, &le) || le.Module != "policy" {
