@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -25,8 +26,13 @@ type Client struct {
 	instructions string
 	discovered   *DiscoverResult
 
-	// slots bounds the handlers running at once (MaxServerRequests).
-	slots chan struct{}
+	// gate admits every server request, of either era, under
+	// WithMaxServerRequests.
+	gate *admit.Gate
+	// life ends, with its cause, at Close or when the connection stops;
+	// the handlers of server requests run under it.
+	life    context.Context
+	endLife context.CancelCauseFunc
 
 	tokenMu   sync.Mutex
 	nextToken int64
@@ -66,10 +72,11 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 	if cfg.maxRounds <= 0 {
 		cfg.maxRounds = DefaultMaxRounds
 	}
-	c := &Client{t: t, cfg: cfg, slots: make(chan struct{}, cfg.maxServerRequests)}
+	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests)}
+	c.life, c.endLife = context.WithCancelCause(context.Background())
 	c.subs.init()
 	if in, ok := t.(transport.Inbound); ok {
-		in.SetInbound(c.serveRequest, c.onNotification)
+		in.SetInbound(c.dispatch, c.onNotification)
 	}
 
 	era := cfg.era
@@ -103,17 +110,23 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 		}
 	}
 	if err != nil {
+		c.endLife(err)
 		return nil, err
 	}
-	if d, ok := t.(doner); ok && c.Era() == EraLegacy {
-		// Emulated subscriptions end with the connection, as transport
-		// ones do.
+	if d, ok := t.(doner); ok {
+		// Handlers and emulated subscriptions end with the connection, as
+		// transport subscriptions do.
 		go func() {
-			<-d.Done()
+			select {
+			case <-d.Done():
+			case <-c.life.Done():
+				return
+			}
 			err := d.Err()
 			if err == nil {
 				err = transport.ConnectionError("connection closed", nil)
 			}
+			c.endLife(err)
 			c.subs.failAll(err)
 		}()
 	}
@@ -304,23 +317,54 @@ func (c *Client) Instructions() string { return c.instructions }
 // Transport returns the transport the client uses.
 func (c *Client) Transport() transport.Transport { return c.t }
 
-// Close ends the client's subscriptions and closes the transport. For
+// Close ends the client's subscriptions, cancels the handlers still running
+// for server requests and input requests (their calls return a -32000
+// connection error wrapping ErrClientClosed), and closes the transport. For
 // stdio, that closes the server's stdin; the server exits at EOF.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
+		c.endLife(transport.ConnectionError("client closed", ErrClientClosed))
 		c.subs.closeAll()
 		c.closeErr = c.t.Close()
 	})
 	return c.closeErr
 }
 
-// progressToken returns a token unique on the client.
-func (c *Client) progressToken() []byte {
+// progressToken returns a token unique on the client, as an ID and as
+// JSON.
+func (c *Client) progressToken() (jsonrpc.ID, []byte) {
 	c.tokenMu.Lock()
 	c.nextToken++
 	n := c.nextToken
 	c.tokenMu.Unlock()
-	return fmt.Appendf(nil, `"snodo-%d"`, n)
+	id := jsonrpc.StringID(fmt.Sprintf("snodo-%d", n))
+	return id, id.AppendJSON(nil)
+}
+
+// progressFunc returns the transport's progress function for a call: the
+// client's progress consumer (WithProgressConsumer) with the raw params,
+// then the call's WithProgress function with the decoded ones; nil when
+// neither is set. An error of either cancels the call on the server.
+func (c *Client) progressFunc(ctx context.Context, cc *callConfig) transport.ProgressFunc {
+	consumer, show := c.cfg.onProgress, cc.onProgress
+	if consumer == nil && show == nil {
+		return nil
+	}
+	return func(params json.RawMessage) error {
+		if consumer != nil {
+			if err := consumer(ctx, params); err != nil {
+				return err
+			}
+		}
+		if show != nil {
+			var p Progress
+			if err := unmarshal(params, &p); err != nil {
+				return protocolError(jsonrpc.CodeInvalidParams, err, "invalid progress notification")
+			}
+			show(p)
+		}
+		return nil
+	}
 }
 
 func (c *Client) callConfig(opts []CallOption) *callConfig {
@@ -338,7 +382,12 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 	var (
 		inputResponses []byte          // this round's answers, or nil
 		requestState   json.RawMessage // the server's state, verbatim, or nil
+		deadline       time.Time       // the call's total deadline, if any
 	)
+	if cc.maxTotal > 0 {
+		deadline = time.Now().Add(cc.maxTotal)
+	}
+	onProgress := c.progressFunc(ctx, cc)
 	for round := 0; ; round++ {
 		var tail []byte
 		if inputResponses != nil {
@@ -350,9 +399,12 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 			}
 			tail = appendMember(tail, "requestState", requestState)
 		}
-		var token []byte
-		if cc.onProgress != nil {
-			token = c.progressToken()
+		var (
+			tokenID jsonrpc.ID
+			token   []byte
+		)
+		if onProgress != nil {
+			tokenID, token = c.progressToken()
 		}
 		p, err := buildParams(c.dialect, cc, token, params, tail)
 		if err != nil {
@@ -364,19 +416,13 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 			Dialect:                c.dialect,
 			Headers:                c.dialect.TransportPolicy(req).Headers,
 			OnServerRequest:        c.serveRequest,
+			OnProgress:             onProgress,
+			ProgressToken:          tokenID,
 			ResetTimeoutOnProgress: cc.resetOnProgess,
 			MaxTotalTimeout:        cc.maxTotal,
 		}
-		if cc.onProgress != nil {
-			f := cc.onProgress
-			ropts.OnProgress = func(params json.RawMessage) error {
-				var p Progress
-				if err := unmarshal(params, &p); err != nil {
-					return protocolError(jsonrpc.CodeInvalidParams, err, "invalid progress notification")
-				}
-				f(p)
-				return nil
-			}
+		if round > 0 && !deadline.IsZero() {
+			ropts.MaxTotalTimeout = max(time.Until(deadline), time.Millisecond)
 		}
 		resp, err := c.t.Request(ctx, req, ropts)
 		if err != nil {
@@ -405,7 +451,7 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 			return nil, protocolError(jsonrpc.CodeInternalError, ErrTooManyRounds,
 				"%s: the server still asks for input after %d rounds", method, c.cfg.maxRounds)
 		}
-		inputResponses, err = c.answerInputs(ctx, method, ir.InputRequests)
+		inputResponses, err = c.answerInputs(ctx, method, ir.InputRequests, cc, deadline)
 		if err != nil {
 			return nil, err
 		}

@@ -30,6 +30,10 @@ var (
 	// ErrUnsupportedVersion is the cause of the error for a server whose
 	// protocol versions and Snodo's have nothing in common.
 	ErrUnsupportedVersion = errors.New("no mutually supported protocol version")
+
+	// ErrClientClosed is the cause of the -32000 error of a call whose
+	// input handlers were still running when Close was called.
+	ErrClientClosed = errors.New("snodo: client closed")
 )
 
 func protocolError(code int64, cause error, format string, args ...any) *Error {

@@ -71,7 +71,7 @@ type fake struct {
 	legacyVersion string
 	calls         []*fakeCall
 	notifications []*jsonrpc.Notification
-	onRequest     transport.ServerRequestFunc
+	onRequest     transport.DispatchFunc
 	onNotif       transport.NotificationFunc
 	closed        bool
 }
@@ -169,7 +169,9 @@ func (f *fake) Notify(ctx context.Context, n *jsonrpc.Notification, opts transpo
 	return nil
 }
 
-func (f *fake) SetInbound(onRequest transport.ServerRequestFunc, onNotification transport.NotificationFunc) {
+var _ transport.Inbound = (*fake)(nil)
+
+func (f *fake) SetInbound(onRequest transport.DispatchFunc, onNotification transport.NotificationFunc) {
 	f.mu.Lock()
 	f.onRequest, f.onNotif = onRequest, onNotification
 	f.mu.Unlock()
@@ -212,7 +214,14 @@ func (f *fake) serverRequest(ctx context.Context, id int64, method, params strin
 		f.t.Fatal("the client installed no server-request answerer")
 	}
 	req := &jsonrpc.Request{ID: jsonrpc.Int64ID(id), Method: method, Params: json.RawMessage(params)}
-	res, err := on(ctx, req)
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	answered := make(chan answer, 2)
+	on(ctx, req, func(res json.RawMessage, err error) { answered <- answer{res, err} })
+	a := <-answered
+	res, err := a.res, a.err
 	var resp *jsonrpc.Response
 	if err != nil {
 		var e *jsonrpc.Error

@@ -5,15 +5,48 @@ import (
 	"encoding/json"
 
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
 )
 
-// serveRequest answers a request the server sends to the client (legacy
-// era): ping itself, anything else with the handler configured for its
-// method, in a server-request slot. Over the limit, the request is
-// answered -32603 without running the handler; with no handler, -32601.
+// The one path of a server request. Every request the server sends to the
+// client — a legacy server-to-client request, or an input request of a
+// 2026-07-28 input_required result — is admitted under the client's one
+// Gate (WithMaxServerRequests), run by runHandler (the one recover and the
+// one validation), under a context that ends with the connection and with
+// Close, and answered once.
+
+// dispatch is the transport.DispatchFunc the client installs on a
+// connection-long transport (stdio): it runs in the transport's reader, so
+// it answers at once (ping, no handler, over the limit) or hands the
+// admitted request to a goroutine of its own.
+func (c *Client) dispatch(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) {
+	h, res, err := c.admit(req)
+	if h == nil {
+		reply(res, err)
+		return
+	}
+	go func() { reply(c.runAdmitted(ctx, h, req)) }()
+}
+
+// serveRequest answers a server request in the caller's goroutine, for a
+// transport that carries server requests on the response of the request in
+// flight (RequestOptions.OnServerRequest).
 func (c *Client) serveRequest(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+	h, res, err := c.admit(req)
+	if h == nil {
+		return res, err
+	}
+	return c.runAdmitted(ctx, h, req)
+}
+
+// admit decides a server request. It returns the handler to run, holding a
+// slot of the gate that runAdmitted gives back; or, with a nil handler, the
+// answer to send at once: {} to ping, -32601 (or -32602 for an elicitation
+// mode the client did not declare) when no handler answers the method,
+// -32603 when every slot is taken.
+func (c *Client) admit(req *jsonrpc.Request) (Handler, json.RawMessage, error) {
 	if req.Method == "ping" {
-		return json.RawMessage(`{}`), nil
+		return nil, json.RawMessage(`{}`), nil
 	}
 	h, herr := c.handlerFor(req.Method, req.Params)
 	if herr != nil {
@@ -22,15 +55,22 @@ func (c *Client) serveRequest(ctx context.Context, req *jsonrpc.Request) (json.R
 			// An elicitation in a mode the client did not declare.
 			code = jsonrpc.CodeInvalidParams
 		}
-		return nil, &Error{Kind: jsonrpc.KindHandler, Code: code, Message: herr.Message}
+		return nil, nil, &Error{Kind: jsonrpc.KindHandler, Code: code, Message: herr.Message}
 	}
-	select {
-	case c.slots <- struct{}{}:
-	default:
-		return nil, &Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
-			Message: "too many server requests in progress"}
+	if !c.gate.TryAcquire() {
+		return nil, nil, c.gate.OverLimit()
 	}
-	defer func() { <-c.slots }()
+	return h, nil, nil
+}
+
+// runAdmitted runs an admitted handler under ctx and the client's life,
+// and gives its slot back.
+func (c *Client) runAdmitted(ctx context.Context, h Handler, req *jsonrpc.Request) (json.RawMessage, error) {
+	defer c.gate.Release()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.life, func() { cancel(context.Cause(c.life)) })
+	defer stop()
 	return runHandler(ctx, h, req.Method, req.Params)
 }
 

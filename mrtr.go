@@ -3,11 +3,16 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
 )
 
 // Result types of the 2026-07-28 revision.
@@ -126,61 +131,86 @@ func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Er
 	return h, nil
 }
 
-// answerInputs runs the handlers of every input request at once, each in a
-// server-request slot, and returns the inputResponses object. The first
-// failure cancels the others and fails the call with that error.
+// answerInputs answers the input requests of one input_required result
+// and returns the inputResponses object.
+//
+// The handlers run in the client's one admission path: each holds a slot of
+// the client's gate (WithMaxServerRequests), shared with every other call's
+// inputs and with legacy server requests, so that at most that many run at
+// once. An input waits for a slot rather than being refused, because its
+// call is waiting for it and the schema has no error InputResponse; the
+// round runs at most as many workers as the gate has slots, never a
+// goroutine per queued input.
+//
+// The handlers' context ends with ctx (the caller), with the call's timeout
+// for this round (-32001), with the call's total deadline when there is
+// one, with Close and with the connection. The first failure cancels the
+// others and fails the call with that error.
 //
 // See the specification's basic/patterns/mrtr.mdx.
-func (c *Client) answerInputs(ctx context.Context, method string, requests map[string]inputRequest) ([]byte, error) {
+func (c *Client) answerInputs(ctx context.Context, method string, requests map[string]inputRequest, cc *callConfig, deadline time.Time) ([]byte, error) {
 	if requests == nil {
 		// Only requestState: retry at once.
 		return nil, nil
 	}
 	keys := make([]string, 0, len(requests))
-	handlers := make(map[string]Handler, len(requests))
-	for k, r := range requests {
+	for k := range requests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	handlers := make([]Handler, len(keys))
+	for i, k := range keys {
+		r := requests[k]
 		h, err := c.handlerFor(r.Method, r.Params)
 		if err != nil {
 			err.Message = fmt.Sprintf("%s: input request %q: %s", method, k, err.Message)
 			return nil, err
 		}
-		handlers[k] = h
-		keys = append(keys, k)
+		handlers[i] = h
 	}
-	slices.Sort(keys)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(c.life, func() { cancel(context.Cause(c.life)) })
+	defer stop()
+	if timeout, hitTotal := roundTimeout(cc, deadline); timeout > 0 || hitTotal {
+		cause := transport.TimeoutError(cc.timeout)
+		if hitTotal {
+			cause = transport.MaxTotalTimeoutError(cc.maxTotal)
+		}
+		t := time.AfterFunc(max(timeout, 0), func() { cancel(cause) })
+		defer t.Stop()
+	}
+
 	results := make([]json.RawMessage, len(keys))
 	var (
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
+		next atomic.Int64
+		wg   sync.WaitGroup
 	)
-	fail := func(err error) {
-		errOnce.Do(func() { firstErr = err; cancel() })
-	}
-	for i, k := range keys {
+	for range min(len(keys), c.gate.Limit()) {
 		wg.Go(func() {
-			r := requests[k]
-			select {
-			case c.slots <- struct{}{}:
-			case <-ctx.Done():
-				fail(ctx.Err())
-				return
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(keys) || ctx.Err() != nil {
+					return
+				}
+				if err := c.gate.Acquire(ctx); err != nil {
+					return
+				}
+				r := requests[keys[i]]
+				res, err := runHandler(ctx, handlers[i], r.Method, r.Params)
+				c.gate.Release()
+				if err != nil {
+					cancel(handlerError(err, "%s: input request %q (%s) failed", method, keys[i], r.Method))
+					return
+				}
+				results[i] = res
 			}
-			defer func() { <-c.slots }()
-			res, err := runHandler(ctx, handlers[k], r.Method, r.Params)
-			if err != nil {
-				fail(handlerError(err, "%s: input request %q (%s) failed", method, k, r.Method))
-				return
-			}
-			results[i] = res
 		})
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	if cause := context.Cause(ctx); cause != nil {
+		return nil, callEndError(ctx, cause)
 	}
 	out := []byte{'{'}
 	for i, k := range keys {
@@ -192,19 +222,42 @@ func (c *Client) answerInputs(ctx context.Context, method string, requests map[s
 	return append(out, '}'), nil
 }
 
+// roundTimeout returns how long a round's input handlers may run: the
+// call's timeout, or less when the call's total deadline comes first
+// (hitTotal). 0 without either means no limit.
+func roundTimeout(cc *callConfig, deadline time.Time) (d time.Duration, hitTotal bool) {
+	d = cc.timeout
+	if !deadline.IsZero() {
+		if left := time.Until(deadline); d <= 0 || left <= d {
+			return left, true
+		}
+	}
+	return d, false
+}
+
+// callEndError is the error of a call whose input round ended early with
+// cause: a Snodo error (a handler's failure, a timeout, the connection or
+// Close) as it is; the caller's own context as a transport error wrapping
+// it, as the transport reports a request abandoned by its caller.
+func callEndError(ctx context.Context, cause error) error {
+	if e, ok := cause.(*Error); ok {
+		return e
+	}
+	code := int64(jsonrpc.CodeInternalError)
+	msg := "request abandoned: context canceled"
+	if errors.Is(cause, context.DeadlineExceeded) {
+		code, msg = jsonrpc.CodeRequestTimeout, "request abandoned: context deadline exceeded"
+	}
+	return &Error{Kind: jsonrpc.KindTransport, Code: code, Message: msg, Cause: cause}
+}
+
 // runHandler calls h, turning a panic or an invalid result into a handler
 // *Error; an error returned by h is returned as it is.
-func runHandler(ctx context.Context, h Handler, method string, params json.RawMessage) (res json.RawMessage, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			res, err = nil, &Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
-				Message: fmt.Sprintf("handler for %s panicked: %v", method, p)}
-		}
-	}()
+func runHandler(ctx context.Context, h Handler, method string, params json.RawMessage) (json.RawMessage, error) {
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
-	res, err = h.HandleRequest(ctx, method, params)
+	res, err := admit.Recover(method, func() (json.RawMessage, error) { return h.HandleRequest(ctx, method, params) })
 	if err != nil {
 		return nil, err
 	}

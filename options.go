@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 const (
 	DefaultTimeout           = 60 * time.Second
 	DefaultProbeTimeout      = 5 * time.Second
-	DefaultMaxServerRequests = 16
+	DefaultMaxServerRequests = transport.DefaultMaxServerRequests
 	DefaultMaxRounds         = 10
 )
 
@@ -43,6 +44,7 @@ type config struct {
 	maxRounds         int
 	onLog             func(LogMessage)
 	onNotification    func(method string, params json.RawMessage)
+	onProgress        func(ctx context.Context, params json.RawMessage) error
 }
 
 func newConfig(opts []Option) *config {
@@ -127,6 +129,16 @@ func WithLogHook(f func(LogMessage)) Option { return func(c *config) { c.onLog =
 // block.
 func WithNotificationHook(f func(method string, params json.RawMessage)) Option {
 	return func(c *config) { c.onNotification = f }
+}
+
+// WithProgressConsumer makes every call ask for progress and gives each
+// of its notifications/progress, params as sent (progressToken included),
+// to f, in the calling goroutine, before any WithProgress function of the
+// call. ctx is the call's. An error from f cancels the call on the server
+// (notifications/cancelled) and the call returns that error. The Wasm
+// progress consumer modules of package runner attach this way.
+func WithProgressConsumer(f func(ctx context.Context, params json.RawMessage) error) Option {
+	return func(c *config) { c.onProgress = f }
 }
 
 // CallOption configures one call.

@@ -79,11 +79,32 @@ type Listener interface {
 // their requests). The client calls SetInbound before its first request; a
 // later call replaces the functions for messages that arrive after it.
 //
+// The transport only moves bytes and IDs: it hands each server request to
+// onRequest, which decides whether and where it runs (the client admits
+// every server request, of either era, under one limit), and writes the
+// one answer given to the ReplyFunc.
+//
 // A transport whose server requests ride on the response of the request in
 // flight (HTTP) takes RequestOptions.OnServerRequest instead.
 type Inbound interface {
-	SetInbound(onRequest ServerRequestFunc, onNotification NotificationFunc)
+	SetInbound(onRequest DispatchFunc, onNotification NotificationFunc)
 }
+
+// DispatchFunc receives a request the server sends to the client. It runs
+// in the transport's reader and must not block: it answers at once or
+// hands the request to a goroutine of its own. It must call reply exactly
+// once.
+//
+// ctx ends when the server cancels the request (notifications/cancelled)
+// or the connection stops; a reply after that is not sent (MCP: the
+// receiver of a cancellation does not respond).
+type DispatchFunc func(ctx context.Context, req *jsonrpc.Request, reply ReplyFunc)
+
+// ReplyFunc answers one server request: the result to send back, or an
+// error. A *jsonrpc.Error is sent with its code, message and data; any
+// other error as -32603 with its text; a nil result as {}. Calls after the
+// first do nothing.
+type ReplyFunc func(result json.RawMessage, err error)
 
 // NotificationFunc receives a notification from the server, such as
 // notifications/message. It must not block: it runs in the transport's
@@ -162,6 +183,12 @@ type RequestOptions struct {
 	// OnProgress, when set, receives the request's progress notifications.
 	OnProgress ProgressFunc
 
+	// ProgressToken is the token the caller put in the request's
+	// params._meta.progressToken, given here so that the transport routes
+	// progress without reading params again. With OnProgress set and no
+	// ProgressToken, a transport reads the token from params.
+	ProgressToken jsonrpc.ID
+
 	// ResetTimeoutOnProgress restarts Timeout at each delivered progress
 	// notification, up to MaxTotalTimeout after the request started; past
 	// that, Request fails with MaxTotalTimeoutError.
@@ -199,3 +226,8 @@ type ListenOptions struct {
 	// Overflow says what happens when an event arrives to a full buffer.
 	Overflow OverflowPolicy
 }
+
+// DefaultMaxServerRequests is the default number of server-to-client
+// requests whose handlers run at once: the client's limit, shared by both
+// protocol eras, and a transport's own when it is used without the client.
+const DefaultMaxServerRequests = 16

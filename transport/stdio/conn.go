@@ -13,13 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
-
-// DefaultMaxServerRequests is the default number of server-to-client
-// requests whose functions run at once.
-const DefaultMaxServerRequests = 16
 
 // ErrClosed is the cause of the error of a connection stopped by Close.
 var ErrClosed = errors.New("stdio: connection closed")
@@ -69,8 +66,14 @@ type Config struct {
 	// responses are unaffected.
 	MaxLineBytes int
 	// MaxServerRequests is the most server-to-client requests whose
-	// functions run at once; 0 means DefaultMaxServerRequests. A request
-	// over the limit is answered with -32603 without running the function.
+	// functions run at once; 0 means transport.DefaultMaxServerRequests. A
+	// request over the limit is answered with -32603 without running the
+	// function.
+	//
+	// The limit applies to OnServerRequest. The Snodo client installs its
+	// own dispatcher with SetInbound, which admits server requests under
+	// the client's limit instead (snodo.WithMaxServerRequests), shared with
+	// the input requests of the 2026-07-28 era.
 	MaxServerRequests int
 	// OnServerRequest answers the requests the server sends to the client,
 	// each in its own goroutine. A function that panics is answered with
@@ -92,7 +95,6 @@ type Conn struct {
 	stdin   *os.File // our end of the server's stdin
 	stdout  *os.File // our end of the server's stdout
 	maxLine int
-	sem     chan struct{} // one slot per running server-request function
 
 	out      outQueue        // messages for the writer
 	writeMu  sync.Mutex      // held by whoever writes to stdin
@@ -105,7 +107,7 @@ type Conn struct {
 	progress   map[jsonrpc.ID]*call          // by progress token
 	listens    map[jsonrpc.ID]*listenState   // subscriptions/listen by request ID
 	serverReqs map[jsonrpc.ID]*serverRequest // running server-request functions
-	onRequest  transport.ServerRequestFunc
+	onRequest  transport.DispatchFunc
 	onNotify   transport.NotificationFunc
 	err        error // why the connection stopped; nil while running
 
@@ -175,21 +177,16 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	inR.Close()
 	outW.Close()
 
-	maxServer := cfg.MaxServerRequests
-	if maxServer <= 0 {
-		maxServer = DefaultMaxServerRequests
-	}
 	c := &Conn{
 		cmd:        cmd,
 		stdin:      inW,
 		stdout:     outR,
 		maxLine:    cfg.MaxLineBytes,
-		sem:        make(chan struct{}, maxServer),
 		pending:    make(map[jsonrpc.ID]*call),
 		progress:   make(map[jsonrpc.ID]*call),
 		listens:    make(map[jsonrpc.ID]*listenState),
 		serverReqs: make(map[jsonrpc.ID]*serverRequest),
-		onRequest:  cfg.OnServerRequest,
+		onRequest:  admit.Serve(cfg.OnServerRequest, admit.New(cfg.MaxServerRequests)),
 		onNotify:   cfg.OnNotification,
 		done:       make(chan struct{}),
 		exited:     make(chan struct{}),
@@ -236,9 +233,13 @@ func environ(base []string, changes []EnvVar) []string {
 	return env
 }
 
-// SetInbound replaces the functions that answer server-to-client requests
-// and receive unrouted notifications, for messages that arrive after it.
-func (c *Conn) SetInbound(onRequest transport.ServerRequestFunc, onNotification transport.NotificationFunc) {
+// SetInbound replaces the dispatcher of server-to-client requests (and with
+// it Config.OnServerRequest and its MaxServerRequests limit) and the
+// receiver of unrouted notifications, for messages that arrive after it.
+func (c *Conn) SetInbound(onRequest transport.DispatchFunc, onNotification transport.NotificationFunc) {
+	if onRequest == nil {
+		onRequest = admit.Serve(nil, nil)
+	}
 	c.mu.Lock()
 	c.onRequest, c.onNotify = onRequest, onNotification
 	c.mu.Unlock()

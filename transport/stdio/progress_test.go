@@ -206,24 +206,19 @@ func TestFailingProgressFunctionCancelsRequest(t *testing.T) {
 	}
 }
 
-// A flood of progress for a caller that is not keeping up: the reader never
-// waits, the waiting queue is bounded (stdio.MaxQueuedProgress, oldest
-// dropped), and the newest progress is always delivered.
-func TestProgressFloodIsBoundedAndKeepsNewest(t *testing.T) {
-	const flood = 30000
-	c := connect(t, config("script"))
+// floodProgress asks the "flood" scenario for count progress notifications
+// while the progress function is held up until they have all been read, and
+// returns the progress numbers the function saw, in order.
+func floodProgress(t *testing.T, cfg stdio.Config, count int) []int {
+	t.Helper()
+	c := connect(t, cfg)
 	var (
-		once      sync.Once
-		delivered int
-		last      int
+		once sync.Once
+		seen []int
 	)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err := c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(1), "flood", map[string]any{"count": flood}), transport.RequestOptions{
+	_, err := c.Request(context.Background(), progressRequest(jsonrpc.Int64ID(1), "flood", map[string]any{"count": count}), transport.RequestOptions{
 		OnProgress: func(params json.RawMessage) error {
-			delivered++
-			last = progressNumber(t, params)
+			seen = append(seen, progressNumber(t, params))
 			var err error
 			once.Do(func() {
 				// The server reads this request only after sending the whole
@@ -237,15 +232,52 @@ func TestProgressFloodIsBoundedAndKeepsNewest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return seen
+}
+
+// Every progress notification reaches a slow progress function, in order,
+// while those waiting fit in the line limit.
+func TestProgressEveryNotificationDelivered(t *testing.T) {
+	const count = 1000
+	seen := floodProgress(t, config("script"), count)
+	if len(seen) != count {
+		t.Fatalf("the progress function saw %d of %d notifications", len(seen), count)
+	}
+	for i, n := range seen {
+		if n != i+1 {
+			t.Fatalf("notification %d has progress %d, want %d", i, n, i+1)
+		}
+	}
+}
+
+// A flood beyond the bound: the reader never waits, the bytes waiting stay
+// within the line limit (oldest dropped), and the newest progress is always
+// delivered.
+func TestProgressFloodIsBoundedAndKeepsNewest(t *testing.T) {
+	const (
+		flood = 30000
+		limit = 16 << 10
+	)
+	cfg := config("script")
+	cfg.MaxLineBytes = limit
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	seen := floodProgress(t, cfg, flood)
 	runtime.ReadMemStats(&after)
-	t.Logf("%d of %d progress notifications delivered, last %d; heap %d→%d KiB", delivered, flood, last, before.HeapAlloc>>10, after.HeapAlloc>>10)
-	if last != flood {
+	t.Logf("%d of %d progress notifications delivered, last %d; heap %d→%d KiB", len(seen), flood, seen[len(seen)-1], before.HeapAlloc>>10, after.HeapAlloc>>10)
+	if last := seen[len(seen)-1]; last != flood {
 		t.Fatalf("last delivered progress %d, want %d", last, flood)
 	}
-	// The caller takes what is waiting in one batch: at most the batch it
-	// was working through plus a full queue.
-	if delivered > 2*stdio.MaxQueuedProgress {
-		t.Fatalf("delivered %d: the queue held more than %d", delivered, stdio.MaxQueuedProgress)
+	// Each notification's params take more than 16 bytes; the caller took
+	// one batch while the flood arrived and one after: at most 2*limit/16.
+	if max := 1 + 2*limit/16; len(seen) > max {
+		t.Fatalf("delivered %d: more than the line limit's worth (%d) was kept", len(seen), max)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] <= seen[i-1] {
+			t.Fatalf("progress out of order: %d after %d", seen[i], seen[i-1])
+		}
 	}
 	_ = strconv.Itoa
 }

@@ -12,36 +12,34 @@ import (
 	"github.com/snodo/snodo/transport"
 )
 
-// MaxQueuedProgress is the most progress notifications held for a request
-// whose caller has not yet taken them. When a flood outruns the caller, the
-// oldest waiting notification is dropped for the newest: MCP progress is
-// cumulative, so the latest one says the most, and it is always delivered.
-// The reader never waits. (The caller takes what is waiting in one batch, so
-// a slow progress function may still be working through up to this many
-// older ones.)
-const MaxQueuedProgress = 256
-
 // call is one request waiting for its response.
 type call struct {
 	id    jsonrpc.ID
 	token jsonrpc.ID // progress token; zero without OnProgress
 	resp  chan *jsonrpc.Response
 
+	// Progress waiting for the caller, which takes it in batches. Every
+	// notification is kept while the bytes waiting stay within the
+	// connection's line limit; past it the oldest waiting one is dropped
+	// (MCP progress is cumulative: the newest says the most).
 	progMu      sync.Mutex
 	progQueue   []json.RawMessage
+	progBytes   int
+	progLimit   int
 	progDropped int64
 	progReady   chan struct{} // signalled when progQueue becomes non-empty
 }
 
 func (cl *call) pushProgress(params json.RawMessage) {
 	cl.progMu.Lock()
-	if len(cl.progQueue) >= MaxQueuedProgress {
-		n := copy(cl.progQueue, cl.progQueue[1:])
-		cl.progQueue[n] = nil
-		cl.progQueue = cl.progQueue[:n]
+	cl.progQueue = append(cl.progQueue, params)
+	cl.progBytes += len(params)
+	for cl.progBytes > cl.progLimit && len(cl.progQueue) > 1 {
+		cl.progBytes -= len(cl.progQueue[0])
+		cl.progQueue[0] = nil
+		cl.progQueue = cl.progQueue[1:]
 		cl.progDropped++
 	}
-	cl.progQueue = append(cl.progQueue, params)
 	cl.progMu.Unlock()
 	select {
 	case cl.progReady <- struct{}{}:
@@ -52,6 +50,7 @@ func (cl *call) pushProgress(params json.RawMessage) {
 func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
 	cl.progMu.Lock()
 	dst, cl.progQueue = cl.progQueue, dst[:0]
+	cl.progBytes = 0
 	cl.progMu.Unlock()
 	return dst
 }
@@ -73,8 +72,12 @@ func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
 //
 // With opts.OnProgress, each notifications/progress whose progressToken is
 // req's params._meta.progressToken is passed to it in this goroutine, in
-// order, before the response is returned (see MaxQueuedProgress for a
-// flood). A progress function that returns an error or panics cancels the
+// order, before the response is returned: every notification, as long as
+// those waiting for a slow function hold no more bytes than the
+// connection's line limit (Config.MaxLineBytes); past that, the oldest
+// waiting notification is dropped, since MCP progress is cumulative. The
+// token is opts.ProgressToken, or when that is zero, the one read from
+// req's params. A progress function that returns an error or panics cancels the
 // request on the server, and Request returns that error (a panic becomes a
 // -32603 error of kind handler).
 //
@@ -85,8 +88,13 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 	r := *req
 	cl := &call{resp: make(chan *jsonrpc.Response, 1)}
 	if opts.OnProgress != nil {
-		if tok, ok := progressToken(r.Params); ok {
+		tok, ok := opts.ProgressToken, opts.ProgressToken.IsValid()
+		if !ok {
+			tok, ok = progressToken(r.Params)
+		}
+		if ok {
 			cl.token = tok
+			cl.progLimit = c.maxLine
 			cl.progReady = make(chan struct{}, 1)
 		}
 	}

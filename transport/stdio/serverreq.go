@@ -4,69 +4,57 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"sync/atomic"
 
 	"github.com/snodo/snodo/jsonrpc"
 )
 
-// serverRequest is a server-to-client request whose function is running.
+// serverRequest is a server-to-client request handed to the dispatcher and
+// not yet answered.
 type serverRequest struct {
-	cancel context.CancelFunc
+	id      jsonrpc.ID
+	cancel  context.CancelFunc
+	ctx     context.Context
+	replied atomic.Bool
 }
 
-// handleServerRequest starts the function for a request from the server,
-// in its own goroutine, or answers at once when there is no function
-// (-32601) or MaxServerRequests functions are already running (-32603). It
-// never blocks the reader.
+// handleServerRequest hands a request from the server to the dispatcher
+// (the client's admission, or Config.OnServerRequest under
+// MaxServerRequests), with a context that the server's
+// notifications/cancelled and the end of the connection cancel. It never
+// blocks the reader: the dispatcher does not.
 func (c *Conn) handleServerRequest(req *jsonrpc.Request) {
-	c.mu.Lock()
-	fn := c.onRequest
-	c.mu.Unlock()
-	if fn == nil {
-		c.answer(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + req.Method})
-		return
-	}
-	select {
-	case c.sem <- struct{}{}:
-	default:
-		c.answer(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many server requests in progress (limit %d)", cap(c.sem))})
-		return
-	}
 	ctx, cancel := context.WithCancel(c.handlerCtx)
-	sr := &serverRequest{cancel: cancel}
+	sr := &serverRequest{id: req.ID, cancel: cancel, ctx: ctx}
 	c.mu.Lock()
+	dispatch := c.onRequest
 	if _, dup := c.serverReqs[req.ID]; !dup {
 		c.serverReqs[req.ID] = sr
 	}
 	c.mu.Unlock()
-	go c.runServerRequest(ctx, sr, fn, req)
+	dispatch(ctx, req, sr.replyFunc(c))
 }
 
-func (c *Conn) runServerRequest(ctx context.Context, sr *serverRequest, fn func(context.Context, *jsonrpc.Request) (json.RawMessage, error), req *jsonrpc.Request) {
-	defer func() { <-c.sem }()
-	result, err := callServerRequest(ctx, fn, req)
-	c.mu.Lock()
-	if c.serverReqs[req.ID] == sr {
-		delete(c.serverReqs, req.ID)
-	}
-	c.mu.Unlock()
-	// A stopped connection or a request the server cancelled gets no
-	// answer (MCP: the receiver of a cancellation does not respond).
-	if ctx.Err() != nil {
-		return
-	}
-	sr.cancel()
-	c.answer(req.ID, result, err)
-}
-
-// callServerRequest runs fn, turning a panic into a -32603 error.
-func callServerRequest(ctx context.Context, fn func(context.Context, *jsonrpc.Request) (json.RawMessage, error), req *jsonrpc.Request) (result json.RawMessage, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			result, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("handler for %s panicked: %v", req.Method, r)}
+// replyFunc returns the ReplyFunc of sr: the first call answers, unless the
+// request was cancelled or the connection stopped; later calls do nothing.
+func (sr *serverRequest) replyFunc(c *Conn) func(json.RawMessage, error) {
+	return func(result json.RawMessage, err error) {
+		if !sr.replied.CompareAndSwap(false, true) {
+			return
 		}
-	}()
-	return fn(ctx, req)
+		c.mu.Lock()
+		if c.serverReqs[sr.id] == sr {
+			delete(c.serverReqs, sr.id)
+		}
+		c.mu.Unlock()
+		// A stopped connection or a request the server cancelled gets no
+		// answer (MCP: the receiver of a cancellation does not respond).
+		if sr.ctx.Err() != nil {
+			return
+		}
+		sr.cancel()
+		c.answer(sr.id, result, err)
+	}
 }
 
 // answer queues the response to a server-to-client request. An error that

@@ -286,16 +286,27 @@ func TestServerCancellationCancelsRunningServerRequest(t *testing.T) {
 	}
 }
 
-// SetInbound replaces the functions given at connect.
+// SetInbound replaces the functions given at connect: the dispatcher is
+// called in the reader and answers through reply, at once or later, and a
+// second reply is not sent.
 func TestSetInboundReplacesFunctions(t *testing.T) {
 	n := newNotes()
 	cfg := config("script")
 	c := connect(t, cfg)
-	c.SetInbound(func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-		return json.RawMessage(`{"from":"inbound"}`), nil
+	c.SetInbound(func(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) {
+		if req.ID.String() == "s0" {
+			reply(json.RawMessage(`{"from":"inbound"}`), nil)
+			reply(json.RawMessage(`{"twice":true}`), nil)
+			return
+		}
+		go reply(json.RawMessage(`{"from":"later"}`), nil)
 	}, n.hook)
-	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 1}, transport.RequestOptions{})
-	if a := answers(t, n.waitN(t, "test/answered", 1))[0]; string(a.Result) != `{"from":"inbound"}` {
-		t.Fatalf("answer %+v", a)
+	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
+	got := map[string]bool{}
+	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
+		got[string(a.Result)] = true
+	}
+	if len(got) != 2 || !got[`{"from":"inbound"}`] || !got[`{"from":"later"}`] {
+		t.Fatalf("answers %v", got)
 	}
 }
