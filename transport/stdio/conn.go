@@ -18,6 +18,15 @@ import (
 	"github.com/snodo/snodo/transport"
 )
 
+// DefaultMaxQueuedBytes is the default of Config.MaxQueuedBytes: four
+// times jsonrpc.DefaultMaxLineBytes.
+const DefaultMaxQueuedBytes = 4 * jsonrpc.DefaultMaxLineBytes
+
+// ErrQueueFull is the cause of the error of a message refused because
+// Config.MaxQueuedBytes are already waiting for the server to read its
+// stdin. The connection stays up.
+var ErrQueueFull = errors.New("stdio: too many bytes queued for the server's stdin")
+
 // ErrClosed is the cause of the error of a connection stopped by Close.
 var ErrClosed = errors.New("stdio: connection closed")
 
@@ -83,6 +92,23 @@ type Config struct {
 	// routed to a request (progress) or a subscription (events). It runs in
 	// the reader and must not block. nil drops them.
 	OnNotification transport.NotificationFunc
+	// MaxQueuedBytes is the most bytes of messages that may wait for the
+	// server to read its stdin; 0 means DefaultMaxQueuedBytes (64 MiB).
+	// Only a server that stops reading (or reads slower than the client
+	// sends) fills the queue. A message that would take it past the limit
+	// is refused at once: Request, Notify and Listen return a -32000
+	// error of kind transport wrapping ErrQueueFull, which says how many
+	// bytes are queued, and the connection stays up, so a server that
+	// resumes reading gets what was queued. A message larger than the
+	// limit is accepted when nothing else is waiting. The message the
+	// writer is in the middle of does not count: memory held for the
+	// server is at most MaxQueuedBytes plus that one message. Messages
+	// whose senders give up (a timeout, a context, a closed subscription)
+	// leave the queue, and free their bytes, at once. Answers to
+	// server-to-client requests and notifications/cancelled count against
+	// the limit too, so a server that sends requests without reading the
+	// answers cannot grow the queue past it.
+	MaxQueuedBytes int
 
 	// SysProcAttr is passed to the server's exec.Cmd, e.g. to start it in
 	// its own process group.
@@ -202,7 +228,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		go cmd.Wait()
 		return nil, fmt.Errorf("stdio: %w", err)
 	}
-	c.out.init()
+	c.out.init(cfg.MaxQueuedBytes)
 	c.handlerCtx, c.stopCtx = context.WithCancelCause(context.Background())
 	go c.waitLoop()
 	go c.writeLoop()

@@ -19,7 +19,17 @@
 //     for one writer goroutine, which joins queued messages into one Write
 //     and is the only one ever to wait for room. A server that stops reading
 //     its stdin therefore blocks only that goroutine: timeouts, contexts and
-//     Close still work;
+//     Close still work. The writer takes one Write's worth of messages at a
+//     time; a message whose sender gives up (a timeout, a context, a closed
+//     subscription, a withdrawn notification) before the writer has taken
+//     it leaves the queue and frees its bytes at once, while the one the
+//     writer is in the middle of is always written whole, so the server
+//     never sees a cut line. Config.MaxQueuedBytes (default 64 MiB, four
+//     times the default line limit) caps the bytes waiting: a message that
+//     would pass it fails at once with a -32000 error wrapping
+//     ErrQueueFull, and the connection stays up for a server that resumes
+//     reading. A message larger than the cap is accepted when nothing else
+//     waits;
 //   - one goroutine waits for the server process, so the child is always
 //     reaped.
 //

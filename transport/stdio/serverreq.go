@@ -74,7 +74,7 @@ func (c *Conn) answer(id jsonrpc.ID, result json.RawMessage, err error) {
 	default:
 		resp.Result = result
 	}
-	if _, serr := c.send(resp, false); serr != nil && c.stopped() == nil {
+	if _, serr := c.send(resp, false); serr != nil && c.stopped() == nil && !errors.Is(serr, ErrQueueFull) {
 		// Not encodable (a result that is not valid JSON): the server
 		// still gets exactly one answer.
 		c.send(jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "invalid answer: " + serr.Error()}), false)

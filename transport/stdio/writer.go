@@ -2,6 +2,7 @@ package stdio
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -24,37 +25,102 @@ const batchBytes = 64 << 10
 
 // outMsg is one line for the server's stdin, newline included.
 type outMsg struct {
-	data  []byte
+	data []byte
+	// state moves from msgQueued under the queue's lock; it is read
+	// without it.
 	state atomic.Int32
 	// written, when not nil, receives the result of the Write (buffered:
 	// the writer never waits for the sender).
 	written chan error
+
+	q          *outQueue // the queue it was pushed to; nil for the fast path
+	prev, next *outMsg   // neighbours in q, while queued
 }
 
 // abandon withdraws m if the writer has not taken it yet, and reports
-// whether it did.
-func (m *outMsg) abandon() bool { return m.state.CompareAndSwap(msgQueued, msgAbandoned) }
-
-// outQueue is the writer's queue. Senders never block on it: a server that
-// does not read its stdin holds up the writer alone.
-type outQueue struct {
-	mu    sync.Mutex
-	msgs  []*outMsg
-	ready chan struct{} // signalled when msgs becomes non-empty
+// whether it did. A withdrawn message leaves the queue, and its bytes are
+// released, at once.
+func (m *outMsg) abandon() bool {
+	if m.state.Load() != msgQueued {
+		return false
+	}
+	q := m.q
+	if q == nil {
+		return false // written by the fast path of send
+	}
+	q.mu.Lock()
+	if m.state.Load() != msgQueued {
+		q.mu.Unlock()
+		return false
+	}
+	m.state.Store(msgAbandoned)
+	q.unlinkLocked(m)
+	data := m.data
+	m.data = nil
+	q.mu.Unlock()
+	release(data)
+	return true
 }
 
-func (q *outQueue) init() { q.ready = make(chan struct{}, 1) }
+// outQueue is the writer's queue: a list of messages in the order they
+// were sent, and the bytes they hold. Senders never block on it: a server
+// that does not read its stdin holds up the writer alone. A message that
+// would take the queue past max is refused (see Config.MaxQueuedBytes).
+type outQueue struct {
+	mu         sync.Mutex
+	head, tail *outMsg
+	bytes      int // in the queued messages, taken ones not included
+	max        int
+	ready      chan struct{} // signalled when the queue becomes non-empty
+}
+
+func (q *outQueue) init(max int) {
+	if max <= 0 {
+		max = DefaultMaxQueuedBytes
+	}
+	q.max = max
+	q.ready = make(chan struct{}, 1)
+}
 
 func (q *outQueue) empty() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.msgs) == 0
+	return q.head == nil
 }
 
-func (q *outQueue) push(m *outMsg) {
+// queued returns the bytes waiting in the queue.
+func (q *outQueue) queued() int {
 	q.mu.Lock()
-	q.msgs = append(q.msgs, m)
-	first := len(q.msgs) == 1
+	defer q.mu.Unlock()
+	return q.bytes
+}
+
+// push queues m, or returns the error for a full queue. A message larger
+// than max is accepted when nothing else waits.
+func (q *outQueue) push(m *outMsg) error {
+	n := len(m.data)
+	q.mu.Lock()
+	if q.bytes > 0 && q.bytes+n > q.max {
+		queued := q.bytes
+		q.mu.Unlock()
+		return &jsonrpc.Error{
+			Kind: jsonrpc.KindTransport,
+			Code: jsonrpc.CodeConnectionClosed,
+			Message: fmt.Sprintf("the server is not reading its stdin: %d bytes are queued for it, and %d more would pass the limit of %d bytes (Config.MaxQueuedBytes); the connection is still up",
+				queued, n, q.max),
+			Cause: ErrQueueFull,
+		}
+	}
+	m.q = q
+	m.prev = q.tail
+	if q.tail != nil {
+		q.tail.next = m
+	} else {
+		q.head = m
+	}
+	q.tail = m
+	q.bytes += n
+	first := q.head == m
 	q.mu.Unlock()
 	if first {
 		select {
@@ -62,14 +128,61 @@ func (q *outQueue) push(m *outMsg) {
 		default:
 		}
 	}
+	return nil
 }
 
-// take moves the queued messages to dst (which it empties first).
+// unlinkLocked removes m from the queue.
+func (q *outQueue) unlinkLocked(m *outMsg) {
+	if m.prev != nil {
+		m.prev.next = m.next
+	} else {
+		q.head = m.next
+	}
+	if m.next != nil {
+		m.next.prev = m.prev
+	} else {
+		q.tail = m.prev
+	}
+	m.prev, m.next = nil, nil
+	q.bytes -= len(m.data)
+}
+
+// take moves the messages at the head of the queue to dst (which it
+// empties first) and marks them taken: as many as fit in batchBytes
+// together, or one larger message alone. The rest stay queued, where their
+// senders can still withdraw them. It returns dst empty when the queue is.
 func (q *outQueue) take(dst []*outMsg) []*outMsg {
+	dst = dst[:0]
+	size := 0
 	q.mu.Lock()
-	dst, q.msgs = q.msgs, dst[:0]
+	for m := q.head; m != nil; m = q.head {
+		n := len(m.data)
+		if len(dst) > 0 && size+n > batchBytes {
+			break
+		}
+		q.unlinkLocked(m)
+		m.state.Store(msgTaken)
+		dst = append(dst, m)
+		size += n
+		if size > batchBytes {
+			break
+		}
+	}
 	q.mu.Unlock()
 	return dst
+}
+
+// takeAll moves every queued message to a new slice, and marks them taken.
+func (q *outQueue) takeAll() []*outMsg {
+	var all []*outMsg
+	q.mu.Lock()
+	for m := q.head; m != nil; m = q.head {
+		q.unlinkLocked(m)
+		m.state.Store(msgTaken)
+		all = append(all, m)
+	}
+	q.mu.Unlock()
+	return all
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -86,14 +199,14 @@ func encode(m jsonrpc.Message) ([]byte, error) {
 }
 
 func release(b []byte) {
-	if cap(b) <= batchBytes {
+	if b != nil && cap(b) <= batchBytes {
 		b = b[:0]
 		bufPool.Put(&b)
 	}
 }
 
-// send queues m for the writer. It returns the queued message, or the
-// connection's error if it has stopped.
+// send queues m for the writer. It returns the queued message, the
+// connection's error if it has stopped, or the error for a full queue.
 func (c *Conn) send(m jsonrpc.Message, wait bool) (*outMsg, error) {
 	if err := c.stopped(); err != nil {
 		return nil, err
@@ -109,7 +222,10 @@ func (c *Conn) send(m jsonrpc.Message, wait bool) (*outMsg, error) {
 	if len(data) <= pipeAtomic && c.tryWrite(om) {
 		return om, nil
 	}
-	c.out.push(om)
+	if err := c.out.push(om); err != nil {
+		release(om.data)
+		return nil, err
+	}
 	return om, nil
 }
 
@@ -160,11 +276,13 @@ func (c *Conn) tryWrite(m *outMsg) bool {
 
 // writeLoop writes queued messages to the server's stdin until the
 // connection stops. Small messages queued together go out in one Write; a
-// message is never split across Writes.
+// message is never split across Writes. It takes one Write's worth of
+// messages at a time, so that those behind a Write that waits for a server
+// that does not read stay in the queue, where their senders can withdraw
+// them.
 func (c *Conn) writeLoop() {
 	var (
 		batch []*outMsg
-		group []*outMsg // the messages in buf
 		buf   = make([]byte, 0, batchBytes)
 	)
 	for {
@@ -177,39 +295,33 @@ func (c *Conn) writeLoop() {
 		// Held while writing, so that the fast path of send never
 		// overtakes a message the writer has taken.
 		c.writeMu.Lock()
-		batch = c.out.take(batch)
-		for _, m := range batch {
-			if !m.state.CompareAndSwap(msgQueued, msgTaken) {
-				continue
+		for {
+			batch = c.out.take(batch)
+			if len(batch) == 0 {
+				break
 			}
-			if len(buf)+len(m.data) > batchBytes && len(group) > 0 {
-				if !c.write(buf, group) {
-					c.writeMu.Unlock()
-					return
+			// One message is written from its own buffer; several are
+			// joined in buf.
+			b := batch[0].data
+			if len(batch) > 1 {
+				buf = buf[:0]
+				for _, m := range batch {
+					buf = append(buf, m.data...)
 				}
-				buf, group = buf[:0], group[:0]
+				b = buf
 			}
-			if len(m.data) > batchBytes {
-				if !c.write(m.data, []*outMsg{m}) {
-					c.writeMu.Unlock()
-					return
-				}
-				continue
+			ok := c.write(b, batch)
+			for _, m := range batch {
+				release(m.data)
+				m.data = nil
 			}
-			buf = append(buf, m.data...)
-			release(m.data)
-			m.data = nil
-			group = append(group, m)
-		}
-		if len(group) > 0 {
-			if !c.write(buf, group) {
+			clear(batch)
+			if !ok {
 				c.writeMu.Unlock()
 				return
 			}
-			buf, group = buf[:0], group[:0]
 		}
 		c.writeMu.Unlock()
-		clear(batch)
 	}
 }
 
@@ -239,9 +351,11 @@ func (c *Conn) write(b []byte, group []*outMsg) bool {
 // be written.
 func (c *Conn) failQueued() {
 	err := c.Err()
-	for _, m := range c.out.take(nil) {
-		if m.state.CompareAndSwap(msgQueued, msgTaken) && m.written != nil {
+	for _, m := range c.out.takeAll() {
+		if m.written != nil {
 			m.written <- err
 		}
+		release(m.data)
+		m.data = nil
 	}
 }
