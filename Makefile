@@ -38,7 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./jsonrpc
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendRequest$$' -fuzztime $(FUZZTIME) ./abi
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./abi
-	$(GO) test -run '^$$' -fuzz '^FuzzHasUnknownKeys$$' -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzHasUnknownKeys$$' -fuzztime $(FUZZTIME) ./internal/jsoncodec
 
 # The example and test Wasm modules, from source.
 examples:

@@ -19,7 +19,7 @@ import (
 type Client struct {
 	t       transport.Transport
 	cfg     *config
-	dialect Dialect
+	dialect dialect
 
 	serverInfo   Implementation
 	capabilities ServerCapabilities
@@ -240,14 +240,14 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 }
 
 // initialize runs the legacy handshake, offering offer, or when empty the
-// version asked for with WithProtocolVersion, or LatestLegacyVersion.
+// version asked for with WithProtocolVersion, or latestLegacyVersion.
 func (c *Client) initialize(ctx context.Context, offer string) error {
 	n, ok := c.t.(transport.Notifier)
 	if !ok {
 		return protocolError(jsonrpc.CodeInternalError, nil,
 			"the transport cannot send notifications, which the legacy era needs for notifications/initialized")
 	}
-	offered := LatestLegacyVersion
+	offered := latestLegacyVersion
 	if c.cfg.version != "" {
 		offered = c.cfg.version
 	}
@@ -302,9 +302,6 @@ func (c *Client) Era() Era { return c.dialect.Era() }
 // ProtocolVersion returns the negotiated protocol version.
 func (c *Client) ProtocolVersion() string { return c.dialect.ProtocolVersion() }
 
-// Dialect returns the dialect that builds the connection's requests.
-func (c *Client) Dialect() Dialect { return c.dialect }
-
 // ServerInfo returns the server's name and version, as it reported them.
 func (c *Client) ServerInfo() Implementation { return c.serverInfo }
 
@@ -313,9 +310,6 @@ func (c *Client) Capabilities() ServerCapabilities { return c.capabilities }
 
 // Instructions returns the server's instructions, if any.
 func (c *Client) Instructions() string { return c.instructions }
-
-// Transport returns the transport the client uses.
-func (c *Client) Transport() transport.Transport { return c.t }
 
 // Close ends the client's subscriptions, cancels the handlers still running
 // for server requests and input requests (their calls return a -32000

@@ -20,15 +20,17 @@ const (
 	metaProgressToken      = "progressToken"
 )
 
-// Dialect builds the requests of one protocol era and version. The client
+// dialect builds the requests of one protocol era and version. The client
 // picks one at Connect and keeps it for the connection; transports receive
-// it with each request (HTTP derives headers from it).
+// it with each request, as a transport.Dialect (HTTP derives headers from
+// it). Users see its era and version through Client.Era and
+// Client.ProtocolVersion.
 //
 // The modern dialect puts the protocol version, client info and client
 // capabilities (and a log level when asked) in every request's _meta, and
 // reads results by their resultType; the legacy dialect adds nothing per
 // request, since the initialize handshake carried it all.
-type Dialect interface {
+type dialect interface {
 	transport.Dialect
 	// Era is EraLegacy or EraModern.
 	Era() Era
@@ -159,7 +161,7 @@ func joinComma(s []string) string {
 // dialect's members, the progress token, and the caller's own _meta
 // members), then the method's members from base (a JSON object or nil),
 // then the members in tail (already encoded, comma-joined).
-func buildParams(d Dialect, cc *callConfig, progressToken []byte, base []byte, tail []byte) ([]byte, error) {
+func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, tail []byte) ([]byte, error) {
 	var userMeta map[string]json.RawMessage
 	base = bytes.TrimSpace(base)
 	if len(base) > 0 && bytes.Contains(base, []byte(`"_meta"`)) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
 )
 
 // Error is Snodo's one error type: a JSON-RPC error object with the kind
@@ -12,7 +13,8 @@ import (
 // cause. errors.Is and errors.As work on it; see jsonrpc.Error.
 type Error = jsonrpc.Error
 
-// Sentinels for errors.Is, each the cause of the *Error the client returns.
+// Sentinels for errors.Is, each the cause of the *Error the client returns;
+// match them with errors.Is.
 var (
 	// ErrNotInEra is returned, wrapped in a *Error, for a method or feature
 	// that the connection's protocol era does not have (logging/setLevel in
@@ -34,6 +36,28 @@ var (
 	// ErrClientClosed is the cause of the -32000 error of a call whose
 	// input handlers were still running when Close was called.
 	ErrClientClosed = errors.New("snodo: client closed")
+)
+
+// The transport's sentinels, here so that the common checks need only this
+// package. Match them with errors.Is, never with ==: the errors returned
+// are new values that match them.
+var (
+	// ErrConnection matches every connection error: the server went away
+	// or the transport was closed (-32000, kind transport).
+	ErrConnection = transport.ErrConnection
+
+	// ErrTimeout matches every timeout: a call with no response within its
+	// timeout, including one that reached WithMaxTotalTimeout (-32001, kind
+	// transport).
+	ErrTimeout = transport.ErrTimeout
+
+	// ErrMaxTotalTimeout matches only the timeout of a call whose timeout
+	// progress kept resetting until it reached WithMaxTotalTimeout.
+	ErrMaxTotalTimeout = transport.ErrMaxTotalTimeout
+
+	// ErrOverflow matches the error that ends a Subscription whose buffer
+	// overflowed under the default overflow policy (see WithBuffer).
+	ErrOverflow = transport.ErrOverflow
 )
 
 func protocolError(code int64, cause error, format string, args ...any) *Error {

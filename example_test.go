@@ -3,6 +3,7 @@ package snodo_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 
@@ -127,4 +128,57 @@ func ExampleClient_Listen() {
 	// Output:
 	// accepted tools list changes: true
 	// notifications/tools/list_changed
+}
+
+// The README's Go API example, verbatim (TestREADMEGoAPI checks that the
+// README shows exactly this code). Here npx is a stand-in for the reference
+// server: see readmeServer.
+func Example_goAPI() {
+	if err := goAPI(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// tools: 8
+	// progress 1 of 2
+	// progress 2 of 2
+	// Long running operation completed. Duration: 1 seconds, Steps: 2.
+}
+
+// answerForm answers the server's elicitation requests.
+func answerForm(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
+}
+
+func goAPI(ctx context.Context) error {
+	conn, err := stdio.Connect(ctx, stdio.Config{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}})
+	if err != nil {
+		return err
+	}
+	client, err := snodo.Connect(ctx, conn, // era probed: 2026-07-28 or initialize
+		snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(answerForm)))
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	defer client.Close() // closes the server's stdin; it exits at EOF
+
+	tools := 0
+	for _, err := range client.Tools(ctx) { // every page
+		if err != nil {
+			return err
+		}
+		tools++
+	}
+	fmt.Println("tools:", tools)
+
+	res, err := client.CallTool(ctx, "trigger-long-running-operation", map[string]any{"duration": 1, "steps": 2},
+		snodo.WithProgress(func(p snodo.Progress) { fmt.Println("progress", p.Progress, "of", *p.Total) }))
+	if errors.Is(err, snodo.ErrTimeout) || errors.Is(err, snodo.ErrConnection) {
+		return fmt.Errorf("the server did not answer: %w", err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Content[0].Text)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/internal/schemacheck"
+	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -64,7 +65,7 @@ func (fc *fakeCall) progress(params string) error {
 type fake struct {
 	t      testing.TB
 	handle func(fc *fakeCall) *jsonrpc.Response // nil response: no answer
-	listen func(req *jsonrpc.Request, sub *transport.Subscription) (json.RawMessage, error)
+	listen func(req *jsonrpc.Request, sub *subbuf.Buffer[transport.Event]) (json.RawMessage, error)
 
 	mu            sync.Mutex
 	nextID        int64
@@ -188,12 +189,13 @@ func (f *fake) Listen(ctx context.Context, req *jsonrpc.Request, opts transport.
 	if err := loadChecker(f.t).ClientRequest(schemaFor(r.Params), wire); err != nil {
 		f.t.Errorf("listen request is not schema-valid: %v\n%s", err, wire)
 	}
-	sub := transport.NewSubscription(ctx, r.ID, opts, func() error { return nil })
+	cfg := subbuf.Config{Max: opts.MaxBuffer, Overflow: subbuf.Policy(opts.Overflow)}
+	sub := subbuf.New[transport.Event](ctx, r.ID, cfg, func() error { return nil })
 	accepted, err := f.listen(&r, sub)
 	if err != nil {
 		return nil, nil, err
 	}
-	return accepted, sub, nil
+	return accepted, (*transport.Subscription)(sub), nil
 }
 
 func (f *fake) Close() error {

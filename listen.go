@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -106,15 +107,18 @@ func decodeAccepted(raw json.RawMessage) (SubscriptionFilter, error) {
 }
 
 // legacySubscriptions are the emulated subscriptions of a legacy
-// connection.
+// connection, by the producer's end of each.
 type legacySubscriptions struct {
 	mu    sync.Mutex
 	next  int64
-	subs  map[*Subscription]SubscriptionFilter
+	subs  map[*eventBuffer]SubscriptionFilter
 	ended error // the connection's end, once it has stopped
 }
 
-func (ls *legacySubscriptions) init() { ls.subs = map[*Subscription]SubscriptionFilter{} }
+// eventBuffer is the producer's end of a Subscription.
+type eventBuffer = subbuf.Buffer[Event]
+
+func (ls *legacySubscriptions) init() { ls.subs = map[*eventBuffer]SubscriptionFilter{} }
 
 func (c *Client) listenLegacy(ctx context.Context, filter SubscriptionFilter, cc *callConfig) (SubscriptionFilter, *Subscription, error) {
 	caps := c.capabilities
@@ -136,8 +140,9 @@ func (c *Client) listenLegacy(ctx context.Context, filter SubscriptionFilter, cc
 	ls.mu.Lock()
 	ls.next++
 	id := jsonrpc.StringID(fmt.Sprintf("snodo-legacy-%d", ls.next))
-	var sub *Subscription
-	sub = transport.NewSubscription(ctx, id, transport.ListenOptions{MaxBuffer: cc.maxBuffer, Overflow: cc.overflow}, func() error {
+	var sub *eventBuffer
+	cfg := subbuf.Config{Max: cc.maxBuffer, Overflow: subbuf.Policy(cc.overflow)}
+	sub = subbuf.New[Event](ctx, id, cfg, func() error {
 		ls.mu.Lock()
 		f := ls.subs[sub]
 		delete(ls.subs, sub)
@@ -152,7 +157,7 @@ func (c *Client) listenLegacy(ctx context.Context, filter SubscriptionFilter, cc
 	if ended != nil {
 		sub.Finish(ended)
 	}
-	return accepted, sub, nil
+	return accepted, (*Subscription)(sub), nil
 }
 
 // unsubscribeUnused sends resources/unsubscribe for each URI that no open
@@ -223,11 +228,11 @@ func (ls *legacySubscriptions) closeAll() { ls.failAll(nil) }
 // any later one at once.
 func (ls *legacySubscriptions) failAll(err error) {
 	ls.mu.Lock()
-	subs := make([]*Subscription, 0, len(ls.subs))
+	subs := make([]*eventBuffer, 0, len(ls.subs))
 	for s := range ls.subs {
 		subs = append(subs, s)
 	}
-	ls.subs = map[*Subscription]SubscriptionFilter{}
+	ls.subs = map[*eventBuffer]SubscriptionFilter{}
 	if err != nil {
 		ls.ended = err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -17,7 +18,7 @@ import (
 // a filter in, the accepted filter and a subscription out."
 func TestListenModernThroughTransportListener(t *testing.T) {
 	c, f := connectModern(t, noMore)
-	f.listen = func(req *jsonrpc.Request, sub *transport.Subscription) (json.RawMessage, error) {
+	f.listen = func(req *jsonrpc.Request, sub *subbuf.Buffer[transport.Event]) (json.RawMessage, error) {
 		sub.Push(transport.Event{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)})
 		sub.Finish(nil)
 		return json.RawMessage(`{"notifications":{"toolsListChanged":true}}`), nil
@@ -43,7 +44,7 @@ func TestListenModernThroughTransportListener(t *testing.T) {
 	}
 
 	// An error before the acknowledgement is returned.
-	f.listen = func(*jsonrpc.Request, *transport.Subscription) (json.RawMessage, error) {
+	f.listen = func(*jsonrpc.Request, *subbuf.Buffer[transport.Event]) (json.RawMessage, error) {
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindServer, Code: -32602, Message: "bad filter"}
 	}
 	if _, _, err := c.Listen(ctx, snodo.SubscriptionFilter{}); err == nil {

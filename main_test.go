@@ -18,9 +18,23 @@ import (
 // --legacy for a legacy-only server).
 const exampleServer = "mcp-example-server"
 
+// readmeServer stands in for npx in the README's example (goAPI): run as
+// "npx -y @modelcontextprotocol/server-everything", this test binary serves
+// the same Go SDK server, which has the reference server's
+// trigger-long-running-operation tool, so that the README's code runs as
+// written without Node.js or the network.
+const readmeServer = "npx"
+
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == exampleServer {
+	switch filepath.Base(os.Args[0]) {
+	case exampleServer:
 		os.Exit(gosdkserver.Run(slices.Contains(os.Args[1:], "--legacy")))
+	case readmeServer:
+		if !slices.Contains(os.Args[1:], "@modelcontextprotocol/server-everything") {
+			fmt.Fprintln(os.Stderr, "the test stand-in for npx serves only @modelcontextprotocol/server-everything")
+			os.Exit(2)
+		}
+		os.Exit(gosdkserver.Run(false))
 	}
 	dir, err := os.MkdirTemp("", "snodo-example")
 	if err != nil {
@@ -28,8 +42,10 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	self, err := os.Executable()
-	if err == nil {
-		err = os.Symlink(self, filepath.Join(dir, exampleServer))
+	for _, name := range []string{exampleServer, readmeServer} {
+		if err == nil {
+			err = os.Symlink(self, filepath.Join(dir, name))
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -9,12 +9,11 @@ const (
 	Version20250618 = "2025-06-18"
 	Version20251125 = "2025-11-25"
 	Version20260728 = "2026-07-28"
-
-	// LatestVersion is the newest version Snodo speaks, the one it prefers.
-	LatestVersion = Version20260728
-	// LatestLegacyVersion is the version offered in an initialize request.
-	LatestLegacyVersion = Version20251125
 )
+
+// latestLegacyVersion is the version offered in an initialize request
+// (SupportedVersions lists every version, newest first).
+const latestLegacyVersion = Version20251125
 
 // Era is a family of protocol versions that share how a connection starts.
 type Era int

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/bytedance/sonic"
+
+	"github.com/snodo/snodo/internal/jsoncodec"
 )
 
 // wire is the union of every JSON-RPC message's members, as decoded.
@@ -38,10 +39,10 @@ type wireError struct {
 // are of KindProtocol. Error objects inside responses are of KindServer.
 func Decode(data []byte) (Message, error) {
 	var w wire
-	// UnmarshalFromString with a string that shares data's memory: sonic's
-	// Unmarshal would copy the whole line into a string first. data is not
-	// modified (see the doc comment), so the string stays immutable.
-	if err := Unmarshal(data, &w); err != nil {
+	// jsoncodec.Unmarshal decodes a string that shares data's memory:
+	// sonic's Unmarshal would copy the whole line into a string first. data
+	// is not modified (see the doc comment), so the string stays immutable.
+	if err := jsoncodec.Unmarshal(data, &w); err != nil {
 		return nil, &Error{Kind: KindProtocol, Code: CodeParseError, Message: "invalid JSON", Cause: err}
 	}
 	if w.JSONRPC != "2.0" {
@@ -86,23 +87,6 @@ func Decode(data []byte) (Message, error) {
 	default:
 		return nil, invalid(`a response needs a "result" or an "error"`)
 	}
-}
-
-// Unmarshal decodes the JSON value data into v with sonic, without copying
-// data first (sonic's own Unmarshal copies its whole input into a string).
-// Decoded strings may share data's memory, so data must not be modified
-// afterwards: use it on lines, params and results as transports return
-// them, which nothing writes to.
-func Unmarshal(data []byte, v any) error {
-	return sonic.ConfigDefault.UnmarshalFromString(bytesToString(data), v)
-}
-
-// bytesToString returns a string sharing b's memory.
-func bytesToString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
 
 func validParams(p []byte) bool {

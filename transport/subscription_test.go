@@ -10,28 +10,51 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func newSub(t *testing.T, opts ListenOptions) (*Subscription, *atomic.Int32) {
+// newSub returns a subscription as a transport makes one: the consumer's
+// end and the producer's.
+func newSub(t *testing.T, opts ListenOptions) (*Subscription, *subbuf.Buffer[Event], *atomic.Int32) {
 	t.Helper()
 	var cancels atomic.Int32
-	s := NewSubscription(context.Background(), jsonrpc.Int64ID(1), opts, func() error {
+	s, p := open(context.Background(), opts, func() error {
 		cancels.Add(1)
 		return nil
 	})
-	return s, &cancels
+	return s, p, &cancels
+}
+
+func open(ctx context.Context, opts ListenOptions, cancel func() error) (*Subscription, *subbuf.Buffer[Event]) {
+	p := subbuf.New[Event](ctx, jsonrpc.Int64ID(1), subbuf.Config{Max: opts.MaxBuffer, Overflow: subbuf.Policy(opts.Overflow)}, cancel)
+	return (*Subscription)(p), p
+}
+
+// The transport's constants are the buffer's.
+func TestSubscriptionConstantsMatchBuffer(t *testing.T) {
+	if DefaultMaxBuffer != subbuf.DefaultMax || ErrOverflow != subbuf.ErrOverflow {
+		t.Fatal("DefaultMaxBuffer or ErrOverflow differs from internal/subbuf's")
+	}
+	for _, c := range []struct {
+		o OverflowPolicy
+		p subbuf.Policy
+	}{{OverflowFail, subbuf.Fail}, {OverflowDropOldest, subbuf.DropOldest}, {OverflowDropNewest, subbuf.DropNewest}} {
+		if subbuf.Policy(c.o) != c.p {
+			t.Fatalf("%v is %d in internal/subbuf", c.o, c.p)
+		}
+	}
 }
 
 func ev(m string) Event { return Event{Method: m} }
 
 func TestSubscriptionDeliversInOrderThenCleanEnd(t *testing.T) {
-	s, cancels := newSub(t, ListenOptions{})
-	s.Push(ev("a"))
-	s.Push(ev("b"))
-	s.Finish(nil)
+	s, p, cancels := newSub(t, ListenOptions{})
+	p.Push(ev("a"))
+	p.Push(ev("b"))
+	p.Finish(nil)
 	var got []string
 	for e, err := range s.All(context.Background()) {
 		if err != nil {
@@ -48,16 +71,16 @@ func TestSubscriptionDeliversInOrderThenCleanEnd(t *testing.T) {
 	if cancels.Load() != 0 {
 		t.Fatal("a subscription the server ended was cancelled on the server")
 	}
-	if s.Push(ev("late")) {
+	if p.Push(ev("late")) {
 		t.Fatal("Push accepted an event after Finish")
 	}
 }
 
 func TestSubscriptionErrorAfterBufferedEvents(t *testing.T) {
-	s, _ := newSub(t, ListenOptions{})
-	s.Push(ev("a"))
+	s, p, _ := newSub(t, ListenOptions{})
+	p.Push(ev("a"))
 	boom := ConnectionError("server exited", nil)
-	s.Finish(boom)
+	p.Finish(boom)
 	if e, err := s.Next(context.Background()); err != nil || e.Method != "a" {
 		t.Fatalf("first Next = %v, %v", e, err)
 	}
@@ -71,8 +94,8 @@ func TestSubscriptionErrorAfterBufferedEvents(t *testing.T) {
 }
 
 func TestSubscriptionCloseCancelsOnServerOnce(t *testing.T) {
-	s, cancels := newSub(t, ListenOptions{})
-	s.Push(ev("a"))
+	s, p, cancels := newSub(t, ListenOptions{})
+	p.Push(ev("a"))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +111,7 @@ func TestSubscriptionCloseCancelsOnServerOnce(t *testing.T) {
 func TestSubscriptionOwnerContextEndCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	s := NewSubscription(ctx, jsonrpc.Int64ID(1), ListenOptions{}, func() error { close(done); return nil })
+	s, _ := open(ctx, ListenOptions{}, func() error { close(done); return nil })
 	cancel()
 	select {
 	case <-done:
@@ -101,14 +124,14 @@ func TestSubscriptionOwnerContextEndCancels(t *testing.T) {
 }
 
 func TestSubscriptionNextHonoursContext(t *testing.T) {
-	s, _ := newSub(t, ListenOptions{})
+	s, p, _ := newSub(t, ListenOptions{})
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Next(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next = %v", err)
 	}
-	s.Push(ev("still-there"))
+	p.Push(ev("still-there"))
 	if e, err := s.Next(context.Background()); err != nil || e.Method != "still-there" {
 		t.Fatalf("the subscription did not go on after a cancelled Next: %v %v", e, err)
 	}
@@ -116,34 +139,34 @@ func TestSubscriptionNextHonoursContext(t *testing.T) {
 
 func TestSubscriptionOverflowPolicies(t *testing.T) {
 	t.Run("drop-oldest", func(t *testing.T) {
-		s, _ := newSub(t, ListenOptions{MaxBuffer: 2, Overflow: OverflowDropOldest})
+		s, p, _ := newSub(t, ListenOptions{MaxBuffer: 2, Overflow: OverflowDropOldest})
 		for _, m := range []string{"a", "b", "c"} {
-			s.Push(ev(m))
+			p.Push(ev(m))
 		}
-		s.Finish(nil)
+		p.Finish(nil)
 		if got := drain(t, s); got != "bc" || s.Dropped() != 1 {
 			t.Fatalf("got %q dropped %d", got, s.Dropped())
 		}
 	})
 	t.Run("drop-newest", func(t *testing.T) {
-		s, _ := newSub(t, ListenOptions{MaxBuffer: 2, Overflow: OverflowDropNewest})
+		s, p, _ := newSub(t, ListenOptions{MaxBuffer: 2, Overflow: OverflowDropNewest})
 		for _, m := range []string{"a", "b", "c"} {
-			s.Push(ev(m))
+			p.Push(ev(m))
 		}
-		s.Finish(nil)
+		p.Finish(nil)
 		if got := drain(t, s); got != "ab" || s.Dropped() != 1 {
 			t.Fatalf("got %q dropped %d", got, s.Dropped())
 		}
 	})
 	t.Run("fail", func(t *testing.T) {
 		cancelled := make(chan struct{})
-		s := NewSubscription(context.Background(), jsonrpc.Int64ID(1), ListenOptions{MaxBuffer: 2}, func() error {
+		s, p := open(context.Background(), ListenOptions{MaxBuffer: 2}, func() error {
 			close(cancelled)
 			return nil
 		})
-		s.Push(ev("a"))
-		s.Push(ev("b"))
-		if s.Push(ev("c")) {
+		p.Push(ev("a"))
+		p.Push(ev("b"))
+		if p.Push(ev("c")) {
 			t.Fatal("Push over a full buffer under OverflowFail reported success")
 		}
 		<-cancelled // told the server, from another goroutine
@@ -165,7 +188,7 @@ func TestSubscriptionOverflowPolicies(t *testing.T) {
 }
 
 func TestSubscriptionConcurrentConsumers(t *testing.T) {
-	s, _ := newSub(t, ListenOptions{MaxBuffer: 10000})
+	s, p, _ := newSub(t, ListenOptions{MaxBuffer: 10000})
 	const n = 1000
 	results := make(chan int, 4)
 	for range 4 {
@@ -181,9 +204,9 @@ func TestSubscriptionConcurrentConsumers(t *testing.T) {
 		}()
 	}
 	for range n {
-		s.Push(ev("x"))
+		p.Push(ev("x"))
 	}
-	s.Finish(nil)
+	p.Finish(nil)
 	total := 0
 	for range 4 {
 		total += <-results

@@ -53,7 +53,8 @@ type Notifier interface {
 
 // SessionDeleter is implemented by a transport with server-issued sessions
 // (Streamable HTTP sends a DELETE). The client calls it before Close when
-// the server issued a session ID.
+// the server issued a session ID. It is HTTP-only: stdio has no sessions
+// and does not implement it.
 type SessionDeleter interface {
 	DeleteSession(ctx context.Context, opts SessionOptions) error
 }
@@ -153,31 +154,39 @@ type ServerRequestFunc func(ctx context.Context, req *jsonrpc.Request) (json.Raw
 type ProgressFunc func(params json.RawMessage) error
 
 // RequestOptions are the per-request options of the transport contract.
+//
+// Dialect, Extension, Headers, OnResponseHeaders and OnServerRequest are
+// HTTP-only: stdio ignores them (it takes server requests once, through
+// Inbound), and a Streamable HTTP transport implements them.
 type RequestOptions struct {
 	// Timeout is how long to wait for the response; 0 means no limit other
 	// than ctx. When it passes, Request returns TimeoutError and the server
 	// is sent notifications/cancelled for the request.
 	Timeout time.Duration
 
-	// Dialect is the protocol dialect that built the request.
+	// Dialect is the protocol dialect that built the request. HTTP-only:
+	// HTTP derives headers from it; stdio ignores it.
 	Dialect Dialect
 
 	// Extension is an optional extension for the request's method.
+	// HTTP-only: HTTP asks it for routing headers; stdio ignores it.
 	Extension Extension
 
 	// Headers are request headers for the negotiated session
 	// (MCP-Protocol-Version, Mcp-Session-Id on an initialize-era connection).
+	// HTTP-only: stdio ignores them.
 	Headers []Header
 
 	// OnResponseHeaders, when set, is called in the caller's goroutine with
 	// the response headers (lowercase names) before Request returns.
-	// Transports without headers do not call it.
+	// HTTP-only: transports without headers (stdio) never call it.
 	OnResponseHeaders func([]Header)
 
 	// OnServerRequest answers requests the server sends while this request
 	// is in flight, for a transport that carries them on the response of the
-	// request (HTTP). A transport whose connection outlives one request
-	// (stdio) takes the function at connect time instead.
+	// request (HTTP). HTTP-only: a transport whose connection outlives one
+	// request (stdio) ignores it and takes the function at connect time
+	// instead (Inbound).
 	OnServerRequest ServerRequestFunc
 
 	// OnProgress, when set, receives the request's progress notifications.
@@ -202,13 +211,17 @@ type RequestOptions struct {
 // NotifyOptions are the options of Notifier.Notify.
 type NotifyOptions struct {
 	Timeout time.Duration
+	// Dialect and Headers are HTTP-only, as in RequestOptions: stdio
+	// ignores them; a Streamable HTTP transport sends the headers.
 	Dialect Dialect
 	Headers []Header
 }
 
-// SessionOptions are the options of SessionDeleter.DeleteSession.
+// SessionOptions are the options of SessionDeleter.DeleteSession, which
+// only a Streamable HTTP transport implements.
 type SessionOptions struct {
 	Timeout time.Duration
+	// Headers are HTTP-only, as in RequestOptions.
 	Headers []Header
 }
 
@@ -217,6 +230,8 @@ type ListenOptions struct {
 	// Timeout is how long to wait for the acknowledgement; 0 means no limit
 	// other than ctx.
 	Timeout time.Duration
+	// Dialect and Headers are HTTP-only, as in RequestOptions: stdio
+	// ignores them; a Streamable HTTP transport sends the headers.
 	Dialect Dialect
 	Headers []Header
 

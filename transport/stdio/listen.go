@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -15,7 +16,7 @@ import (
 // sent until its stream ends.
 type listenState struct {
 	id  jsonrpc.ID
-	sub *transport.Subscription
+	sub *subbuf.Buffer[transport.Event] // the producer's end of the subscription
 
 	mu      sync.Mutex
 	acked   bool
@@ -119,7 +120,8 @@ func (c *Conn) Listen(ctx context.Context, req *jsonrpc.Request, opts transport.
 	ls := &listenState{id: r.ID, ack: make(chan listenResult, 1)}
 	var om *outMsg
 	sent := make(chan struct{})
-	ls.sub = transport.NewSubscription(ctx, r.ID, opts, func() error {
+	cfg := subbuf.Config{Max: opts.MaxBuffer, Overflow: subbuf.Policy(opts.Overflow)}
+	ls.sub = subbuf.New[transport.Event](ctx, r.ID, cfg, func() error {
 		<-sent
 		return c.cancelListen(ls, om)
 	})
@@ -159,7 +161,7 @@ func (c *Conn) Listen(ctx context.Context, req *jsonrpc.Request, opts transport.
 			ls.sub.Finish(res.err)
 			return nil, nil, res.err
 		}
-		return res.filter, ls.sub, nil
+		return res.filter, (*transport.Subscription)(ls.sub), nil
 	case <-timerC:
 		ls.sub.Close()
 		return nil, nil, transport.TimeoutError(opts.Timeout)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -115,7 +116,7 @@ func (c *Conn) handleNotification(n *jsonrpc.Notification) {
 	var rt routing
 	if len(n.Params) > 0 {
 		// Params that do not parse are not routed; the hook may see them.
-		_ = jsonrpc.Unmarshal(n.Params, &rt)
+		_ = jsoncodec.Unmarshal(n.Params, &rt)
 	}
 	switch n.Method {
 	case methodProgress:

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -295,7 +296,7 @@ func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
 			ProgressToken json.RawMessage `json:"progressToken"`
 		} `json:"_meta"`
 	}
-	if jsonrpc.Unmarshal(params, &p) != nil || p.Meta == nil {
+	if jsoncodec.Unmarshal(params, &p) != nil || p.Meta == nil {
 		return jsonrpc.ID{}, false
 	}
 	return parseID(p.Meta.ProgressToken)

@@ -74,6 +74,13 @@ type countArgs struct {
 	DelayMS int `json:"delay_ms"`
 }
 
+// longRunArgs are the arguments of the reference server's (server-everything)
+// trigger-long-running-operation, which this server also has.
+type longRunArgs struct {
+	Duration float64 `json:"duration"` // seconds, default 10
+	Steps    int     `json:"steps"`    // default 5
+}
+
 func text(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
@@ -178,6 +185,27 @@ func registerTools(s *mcp.Server, legacy bool) {
 			}
 		}
 		return text("counted to %d", in.Steps), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "trigger-long-running-operation", Description: "Reports progress over a duration, as the reference server does."}, func(ctx context.Context, req *mcp.CallToolRequest, in longRunArgs) (*mcp.CallToolResult, any, error) {
+		if in.Duration == 0 {
+			in.Duration = 10
+		}
+		if in.Steps <= 0 {
+			in.Steps = 5
+		}
+		token := req.Params.GetProgressToken()
+		step := time.Duration(in.Duration * float64(time.Second) / float64(in.Steps))
+		for i := 1; i <= in.Steps; i++ {
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(step):
+			}
+			if token != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: float64(in.Steps)})
+			}
+		}
+		return text("Long running operation completed. Duration: %v seconds, Steps: %d.", in.Duration, in.Steps), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Logs a message."}, func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
 		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "interop", Data: map[string]any{"said": "careful"}})

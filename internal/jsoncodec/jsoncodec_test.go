@@ -1,11 +1,11 @@
-package snodo
+package jsoncodec
 
 import (
 	"slices"
 	"testing"
 )
 
-// hasUnknownKeys is the fast path of keeping unknown fields: it must never
+// HasUnknownKeys is the fast path of keeping unknown fields: it must never
 // say "no unknown keys" when there is one.
 func TestHasUnknownKeys(t *testing.T) {
 	known := []string{"type", "text", "annotations"}
@@ -23,7 +23,7 @@ func TestHasUnknownKeys(t *testing.T) {
 		{`{"type":"text",`, true},
 		{`[1]`, true},
 	} {
-		if got := hasUnknownKeys([]byte(tc.in), known); got != tc.want {
+		if got := HasUnknownKeys([]byte(tc.in), known); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.in, got, tc.want)
 		}
 	}
@@ -36,12 +36,12 @@ func FuzzHasUnknownKeys(f *testing.F) {
 	f.Add(`{"text":"\\\"}\\","type":"y","z":[]}`)
 	known := []string{"type", "text"}
 	f.Fuzz(func(t *testing.T, s string) {
-		if hasUnknownKeys([]byte(s), known) {
+		if HasUnknownKeys([]byte(s), known) {
 			return
 		}
 		// No unknown keys claimed: the exact decoder must agree.
 		var all map[string]any
-		if err := unmarshal([]byte(s), &all); err != nil {
+		if err := Unmarshal([]byte(s), &all); err != nil {
 			return
 		}
 		for k := range all {
