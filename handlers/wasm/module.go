@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
@@ -40,6 +41,8 @@ type Module struct {
 	memoryLimit int64
 	maxOutput   int
 	logger      *slog.Logger
+	// mounts are the module's confined filesystems, closed with it.
+	mounts []*rootFS
 
 	pool pool
 }
@@ -121,12 +124,12 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 		compiled.Close(ctx)
 		return nil, loadErr("%w", err)
 	}
-	modCfg, err := sandbox(cfg.Grants)
+	modCfg, mounts, err := sandbox(cfg.Grants)
 	if err != nil {
 		compiled.Close(ctx)
 		return nil, loadErr("%w", err)
 	}
-	m.modCfg = modCfg
+	m.modCfg, m.mounts = modCfg, mounts
 	m.pool.init(m, maxInstances)
 
 	// The first instance runs _initialize and gives the manifest; it then
@@ -134,6 +137,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	inst, err := m.newInstance(ctx)
 	if err != nil {
 		compiled.Close(ctx)
+		m.closeMounts()
 		return nil, loadErr("first instance: %s", err)
 	}
 	manifest, err := inst.describe(ctx)
@@ -143,6 +147,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	if err != nil {
 		inst.close(ctx)
 		compiled.Close(ctx)
+		m.closeMounts()
 		return nil, loadErr("%s", err)
 	}
 	m.manifest = manifest
@@ -161,30 +166,36 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 
 // sandbox turns grants into a wazero module config. Without grants: no
 // files, no environment, no arguments, stdio discarded, fake clocks, no
-// sleep and deterministic random bytes (wazero's defaults).
-func sandbox(g Grants) (wazero.ModuleConfig, error) {
+// sleep and deterministic random bytes (wazero's defaults). Each mount is
+// a rootFS, confined to its directory; the caller closes them.
+func sandbox(g Grants) (wazero.ModuleConfig, []*rootFS, error) {
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(abi.ExportInitialize)
+	var mounts []*rootFS
 	if len(g.Mounts) > 0 {
 		fsc := wazero.NewFSConfig()
 		for _, mt := range g.Mounts {
 			st, err := os.Stat(mt.HostDir)
+			if err == nil && !st.IsDir() {
+				err = fmt.Errorf("%s is not a directory", mt.HostDir)
+			}
+			var rfs *rootFS
+			if err == nil {
+				rfs, err = newRootFS(mt.HostDir, mt.ReadOnly)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("mount: %w", err)
+				for _, r := range mounts {
+					r.close()
+				}
+				return nil, nil, fmt.Errorf("mount: %w", err)
 			}
-			if !st.IsDir() {
-				return nil, fmt.Errorf("mount: %s is not a directory", mt.HostDir)
-			}
+			mounts = append(mounts, rfs)
 			guest := mt.GuestPath
 			if guest == "" {
 				guest = "/"
 			}
-			if mt.ReadOnly {
-				fsc = fsc.WithReadOnlyDirMount(mt.HostDir, guest)
-			} else {
-				fsc = fsc.WithDirMount(mt.HostDir, guest)
-			}
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(rfs, guest)
 		}
 		mc = mc.WithFSConfig(fsc)
 	}
@@ -199,7 +210,15 @@ func sandbox(g Grants) (wazero.ModuleConfig, error) {
 	if g.Random {
 		mc = mc.WithRandSource(rand.Reader)
 	}
-	return mc, nil
+	return mc, mounts, nil
+}
+
+// closeMounts closes the module's mount roots; closing twice is harmless.
+// A file a call still has open stays usable until it is closed.
+func (m *Module) closeMounts() {
+	for _, r := range m.mounts {
+		r.close()
+	}
 }
 
 // Name returns the module's name.
@@ -212,6 +231,7 @@ func (m *Module) Manifest() abi.Manifest { return m.manifest }
 // flight finish and their instances are then closed.
 func (m *Module) Close(ctx context.Context) error {
 	m.pool.close(ctx)
+	defer m.closeMounts()
 	return m.compiled.Close(ctx)
 }
 
