@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -38,17 +37,21 @@ type ModuleReport struct {
 // imports and exports. The error of a module that does not follow the ABI
 // says exactly what is missing or wrong; it is a *LoadError.
 func CheckModule(ctx context.Context, mc ModuleConfig, cacheDir string) (*ModuleReport, error) {
+	if mc.Wasm == nil && mc.Path != "" {
+		// Read once, the way Load reads (wasm.ReadModuleFile): the report
+		// describes the very bytes that were loaded.
+		bin, err := wasm.ReadModuleFile(mc.Path, mc.MaxModuleBytes)
+		if err != nil {
+			return nil, &LoadError{Module: moduleName(mc), Path: mc.Path, Err: err}
+		}
+		mc.Wasm = bin
+	}
 	m, host, err := loadOne(ctx, mc, cacheDir)
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close(ctx)
 	bin := mc.Wasm
-	if bin == nil {
-		if bin, err = os.ReadFile(mc.Path); err != nil {
-			return nil, &LoadError{Module: m.Name(), Path: mc.Path, Err: err}
-		}
-	}
 	sum := sha256.Sum256(bin)
 	rep := &ModuleReport{Name: m.Name(), Path: mc.Path, Size: len(bin), SHA256: hex.EncodeToString(sum[:]),
 		ABI: abi.Version, Manifest: m.Manifest()}
@@ -115,11 +118,15 @@ func TestModule(ctx context.Context, mc ModuleConfig, cacheDir, method string, p
 		strings.Join(abi.KnownMethods, ", "), method)
 }
 
-func loadOne(ctx context.Context, mc ModuleConfig, cacheDir string) (*wasm.Module, *wasm.Host, error) {
-	name := mc.Name
-	if name == "" {
-		name = strings.TrimSuffix(baseName(mc.Path), ".wasm")
+func moduleName(mc ModuleConfig) string {
+	if mc.Name != "" {
+		return mc.Name
 	}
+	return strings.TrimSuffix(baseName(mc.Path), ".wasm")
+}
+
+func loadOne(ctx context.Context, mc ModuleConfig, cacheDir string) (*wasm.Module, *wasm.Host, error) {
+	name := moduleName(mc)
 	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: cacheDir})
 	if err != nil {
 		return nil, nil, &LoadError{Module: name, Path: mc.Path, Err: err}

@@ -63,11 +63,13 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 		if cfg.Path == "" {
 			return nil, loadErr("no Path and no Wasm bytes")
 		}
-		b, err := os.ReadFile(cfg.Path)
+		b, err := ReadModuleFile(cfg.Path, cfg.MaxModuleBytes)
 		if err != nil {
 			return nil, loadErr("%w", err)
 		}
 		wasm = b
+	} else if limit := moduleCap(cfg.MaxModuleBytes); int64(len(wasm)) > limit {
+		return nil, loadErr("%w", sizeCapError("", int64(len(wasm)), limit))
 	}
 	if cfg.SHA256 != "" {
 		sum := sha256.Sum256(wasm)
