@@ -118,11 +118,12 @@ func TestModule(ctx context.Context, mc ModuleConfig, cacheDir, method string, p
 		strings.Join(abi.KnownMethods, ", "), method)
 }
 
+// moduleName is the name Load gives a module, escaped as Load escapes it.
 func moduleName(mc ModuleConfig) string {
 	if mc.Name != "" {
-		return mc.Name
+		return wasm.SanitizeText(mc.Name)
 	}
-	return strings.TrimSuffix(baseName(mc.Path), ".wasm")
+	return wasm.SanitizeText(strings.TrimSuffix(baseName(mc.Path), ".wasm"))
 }
 
 func loadOne(ctx context.Context, mc ModuleConfig, cacheDir string) (*wasm.Module, *wasm.Host, error) {

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -55,8 +56,12 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(cfg.Path), ".wasm")
 	}
+	// A module's name is shown in logs and errors; a file name can hold
+	// anything.
+	name = SanitizeText(name)
 	loadErr := func(format string, args ...any) error {
-		return fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
+		e := fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
+		return &escapedError{msg: SanitizeText(e.Error()), err: errors.Unwrap(e)}
 	}
 	wasm := cfg.Wasm
 	if wasm == nil {
@@ -268,11 +273,12 @@ func (m *Module) guestError(output []byte, what string) *jsonrpc.Error {
 	if err != nil {
 		return m.invalidOutput(err)
 	}
-	msg := obj.Message
+	// The message and data reach the server, logs and terminals: escaped.
+	msg := SanitizeText(obj.Message)
 	if msg == "" {
 		msg = fmt.Sprintf("wasm module %q %s", m.name, what)
 	}
-	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: obj.Code, Message: msg, Data: obj.Data}
+	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: obj.Code, Message: msg, Data: sanitizeJSON(obj.Data)}
 }
 
 func (m *Module) invalidOutput(err error) *jsonrpc.Error {
@@ -282,6 +288,9 @@ func (m *Module) invalidOutput(err error) *jsonrpc.Error {
 // failure is the -32603 error of a failed call: the message names the
 // module and the cause; data repeats both, with the call's stderr.
 func (m *Module) failure(cause string, err error, stderr string) *jsonrpc.Error {
+	// A cause can quote the guest: its stderr's first line, or a trap's
+	// message naming its functions.
+	cause = SanitizeText(cause)
 	data := struct {
 		Module string `json:"module"`
 		Cause  string `json:"cause"`

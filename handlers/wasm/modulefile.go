@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,22 +24,22 @@ func ReadModuleFile(path string, limit int64) ([]byte, error) {
 	// of waiting; a regular file ignores the flag.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, pathError("open", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, pathError("stat", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("module file %s is not a regular file (%s)", path, fileKind(fi.Mode()))
+		return nil, fmt.Errorf("module file %s is not a regular file (%s)", SanitizeText(path), fileKind(fi.Mode()))
 	}
 	if fi.Size() > limit {
 		return nil, sizeCapError(path, fi.Size(), limit)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, pathError("read", path, err)
 	}
 	if int64(len(b)) > limit {
 		return nil, sizeCapError(path, int64(len(b)), limit)
@@ -56,9 +57,19 @@ func moduleCap(limit int64) int64 {
 func sizeCapError(path string, size, limit int64) error {
 	what := "module"
 	if path != "" {
-		what = "module file " + path
+		what = "module file " + SanitizeText(path)
 	}
 	return fmt.Errorf("%s is %d bytes, over the module size cap of %s (MaxModuleBytes)", what, size, sizeString(limit))
+}
+
+// pathError is err with path escaped for logs and terminals (a path can
+// hold anything), still matching errors.Is(err, fs.ErrNotExist) and such.
+func pathError(op, path string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &os.PathError{Op: op, Path: SanitizeText(path), Err: err}
 }
 
 func fileKind(m os.FileMode) string {
