@@ -30,6 +30,7 @@ const pageSize = 65536
 // events (ConsumeEvent) if its manifest says so. It is safe for concurrent
 // use.
 type Module struct {
+	host     *Host
 	name     string
 	manifest abi.Manifest
 	compiled wazero.CompiledModule
@@ -85,6 +86,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 
 	m := &Module{
+		host:        h,
 		name:        name,
 		config:      cfg.Config,
 		timeout:     cfg.Timeout,
@@ -141,6 +143,11 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 
 	// The first instance runs _initialize and gives the manifest; it then
 	// waits in the pool for the first call.
+	if _, err := h.reserve(ctx, m, nil); err != nil {
+		compiled.Close(ctx)
+		m.closeMounts()
+		return nil, loadErr("first instance: %s", err)
+	}
 	inst, err := m.newInstance(ctx)
 	if err != nil {
 		compiled.Close(ctx)
