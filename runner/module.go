@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/snodo/snodo/abi"
@@ -56,18 +55,14 @@ func CheckModule(ctx context.Context, mc ModuleConfig, cacheDir string) (*Module
 	rep := &ModuleReport{Name: m.Name(), Path: mc.Path, Size: len(bin), SHA256: hex.EncodeToString(sum[:]),
 		ABI: abi.Version, Manifest: m.Manifest()}
 
-	// The interpreter compiles fast and sees the same definitions.
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
-	cm, err := rt.CompileModule(ctx, bin)
-	if err != nil {
-		return nil, &LoadError{Module: m.Name(), Path: mc.Path, Err: err}
-	}
-	for _, d := range cm.ImportedFunctions() {
+	// The definitions come from the code Load compiled: compiling the
+	// module a second time (even with the interpreter) cost as much memory
+	// again.
+	for _, d := range m.ImportedFunctions() {
 		mod, name, _ := d.Import()
 		rep.Imports = append(rep.Imports, mod+"."+name+signature(d))
 	}
-	for name, d := range cm.ExportedFunctions() {
+	for name, d := range m.ExportedFunctions() {
 		rep.Exports = append(rep.Exports, name+signature(d))
 	}
 	sortStrings(rep.Imports)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/snodo/snodo/abi"
@@ -237,6 +238,15 @@ func (m *Module) closeMounts() {
 
 // Name returns the module's name.
 func (m *Module) Name() string { return m.name }
+
+// ImportedFunctions returns the functions the module imports, from its
+// compiled code (nothing is compiled again).
+func (m *Module) ImportedFunctions() []api.FunctionDefinition { return m.compiled.ImportedFunctions() }
+
+// ExportedFunctions returns the functions the module exports, by name.
+func (m *Module) ExportedFunctions() map[string]api.FunctionDefinition {
+	return m.compiled.ExportedFunctions()
+}
 
 // Manifest returns what the module declared with snodo_describe.
 func (m *Module) Manifest() abi.Manifest { return m.manifest }
