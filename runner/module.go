@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/snodo/snodo/abi"
@@ -38,33 +36,33 @@ type ModuleReport struct {
 // imports and exports. The error of a module that does not follow the ABI
 // says exactly what is missing or wrong; it is a *LoadError.
 func CheckModule(ctx context.Context, mc ModuleConfig, cacheDir string) (*ModuleReport, error) {
+	if mc.Wasm == nil && mc.Path != "" {
+		// Read once, the way Load reads (wasm.ReadModuleFile): the report
+		// describes the very bytes that were loaded.
+		bin, err := wasm.ReadModuleFile(mc.Path, mc.MaxModuleBytes)
+		if err != nil {
+			return nil, &LoadError{Module: moduleName(mc), Path: mc.Path, Err: err}
+		}
+		mc.Wasm = bin
+	}
 	m, host, err := loadOne(ctx, mc, cacheDir)
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close(ctx)
 	bin := mc.Wasm
-	if bin == nil {
-		if bin, err = os.ReadFile(mc.Path); err != nil {
-			return nil, &LoadError{Module: m.Name(), Path: mc.Path, Err: err}
-		}
-	}
 	sum := sha256.Sum256(bin)
 	rep := &ModuleReport{Name: m.Name(), Path: mc.Path, Size: len(bin), SHA256: hex.EncodeToString(sum[:]),
 		ABI: abi.Version, Manifest: m.Manifest()}
 
-	// The interpreter compiles fast and sees the same definitions.
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
-	cm, err := rt.CompileModule(ctx, bin)
-	if err != nil {
-		return nil, &LoadError{Module: m.Name(), Path: mc.Path, Err: err}
-	}
-	for _, d := range cm.ImportedFunctions() {
+	// The definitions come from the code Load compiled: compiling the
+	// module a second time (even with the interpreter) cost as much memory
+	// again.
+	for _, d := range m.ImportedFunctions() {
 		mod, name, _ := d.Import()
 		rep.Imports = append(rep.Imports, mod+"."+name+signature(d))
 	}
-	for name, d := range cm.ExportedFunctions() {
+	for name, d := range m.ExportedFunctions() {
 		rep.Exports = append(rep.Exports, name+signature(d))
 	}
 	sortStrings(rep.Imports)
@@ -115,11 +113,16 @@ func TestModule(ctx context.Context, mc ModuleConfig, cacheDir, method string, p
 		strings.Join(abi.KnownMethods, ", "), method)
 }
 
-func loadOne(ctx context.Context, mc ModuleConfig, cacheDir string) (*wasm.Module, *wasm.Host, error) {
-	name := mc.Name
-	if name == "" {
-		name = strings.TrimSuffix(baseName(mc.Path), ".wasm")
+// moduleName is the name Load gives a module, escaped as Load escapes it.
+func moduleName(mc ModuleConfig) string {
+	if mc.Name != "" {
+		return wasm.SanitizeText(mc.Name)
 	}
+	return wasm.SanitizeText(strings.TrimSuffix(baseName(mc.Path), ".wasm"))
+}
+
+func loadOne(ctx context.Context, mc ModuleConfig, cacheDir string) (*wasm.Module, *wasm.Host, error) {
+	name := moduleName(mc)
 	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: cacheDir})
 	if err != nil {
 		return nil, nil, &LoadError{Module: name, Path: mc.Path, Err: err}

@@ -70,7 +70,9 @@ type LoadError struct {
 }
 
 func (e *LoadError) Error() string {
-	return fmt.Sprintf("handler module %s (%s): %v", e.Module, e.Path, e.Err)
+	// Names and paths can hold anything; the message is shown on
+	// terminals and in logs.
+	return wasm.SanitizeText(fmt.Sprintf("handler module %s (%s): %v", e.Module, e.Path, e.Err))
 }
 
 func (e *LoadError) Unwrap() error { return e.Err }
@@ -135,11 +137,7 @@ func (r *Runner) loadModules(ctx context.Context) error {
 		}
 		m, err := host.Load(ctx, mc)
 		if err != nil {
-			name := mc.Name
-			if name == "" {
-				name = strings.TrimSuffix(baseName(mc.Path), ".wasm")
-			}
-			return nil, &LoadError{Module: name, Path: mc.Path, Err: err}
+			return nil, &LoadError{Module: moduleName(mc), Path: mc.Path, Err: err}
 		}
 		r.log.Debug("loaded wasm module", "module", m.Name(), "path", mc.Path, "manifest", m.Manifest())
 		return m, nil

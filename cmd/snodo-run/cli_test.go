@@ -556,6 +556,33 @@ func TestHandlersTest(t *testing.T) {
 	exits(t, cli(t, "handlers", "test", elicitWasm, "--method", "elicitation/create", "--params", "{not json"), exitUsage, "usage")
 }
 
+// Guest text reaches the terminal escaped: a module (named by a hostile
+// file name) that logs "\n[INFO] forged\x1b[31m" and answers an error
+// message doing the same cannot start a line, forge one, colour the
+// terminal or reorder it with a bidi override — in handlers test's logs or
+// in its error report.
+func TestHandlersTestEscapesGuestText(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(watDir, "hostile", "log-forge.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "forge\n[WARN] name\x1b[2J.wasm")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "handlers", "test", path, "--method", "elicitation/create", "--params", `{"message":"x","requestedSchema":{"type":"object"}}`)
+	e := exits(t, r, exitHandler, "handler")
+	contains(t, "error message", e.Message, `refused\n[ERROR] forged\x1b[31m\r\u202e`)
+	contains(t, "stderr", r.stderr, `\n[INFO] forged\x1b[31m\u202e`, `wasm_module="forge`)
+	for what, out := range map[string]string{"stdout": r.stdout, "stderr": r.stderr} {
+		for _, bad := range []string{"\x1b", "\r", "\u202e", "\n[INFO] forged", "\n[ERROR] forged", "\n[WARN] name"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s holds %q raw:\n%s", what, bad, out)
+			}
+		}
+	}
+}
+
 // "--help with an example for every command", and shell completion.
 func TestHelpHasAnExampleForEveryCommand(t *testing.T) {
 	root := (&app{}).newRoot()

@@ -44,6 +44,11 @@ type ModuleConfig struct {
 	// MaxOutput caps the bytes of one call's output (default 8 MiB).
 	MaxOutput int
 
+	// MaxModuleBytes caps the size of the module, read from Path or given
+	// as Wasm (default DefaultMaxModuleBytes, 64 MiB). A module file must
+	// be a regular file (see ReadModuleFile).
+	MaxModuleBytes int64
+
 	// Grants is what the sandbox lets through.
 	Grants Grants
 }

@@ -14,6 +14,14 @@
 // memory, invalid output, the deadline — is a *jsonrpc.Error of kind
 // handler with code -32603 whose message names the module and the cause.
 //
+// Mounts are confined with Go's os.Root (rootFS): no "..", no symlink —
+// made by the guest or already there — resolves outside a mounted
+// directory, and a read-only mount refuses every change with EROFS. Module
+// files are read with ReadModuleFile: regular files only, at most
+// ModuleConfig.MaxModuleBytes. HostConfig.MaxTotalMemory bounds the linear
+// memory of all of a Host's instances together. Guest text bound for logs
+// and errors goes through SanitizeText.
+//
 // Note: wazero's memory page limit and its close-on-context-done switch are
 // settings of a wazero.Runtime, not of a module. The Host keeps one runtime
 // per distinct (memory limit, trusted) pair among the modules it loads, all

@@ -29,6 +29,18 @@ type HostConfig struct {
 	// Logger receives what modules log with the log import, tagged with the
 	// module's name. nil means slog.Default().
 	Logger *slog.Logger
+
+	// MaxTotalMemory bounds the Wasm linear memory of all the instances of
+	// all the host's modules together, in bytes (default
+	// DefaultMaxTotalMemory, 2 GiB). Each instance reserves its module's
+	// MemoryLimit, which memory.grow can never pass, when it is created and
+	// gives it back when it is closed. A call that needs a new instance
+	// when the budget is spent closes idle instances (of any module) to
+	// make room, or else waits for one to go idle or be closed — at most
+	// the module's Timeout and never past the caller's context — and then
+	// fails with -32603 naming the budget. A module whose MemoryLimit is
+	// over the budget does not load.
+	MaxTotalMemory int64
 }
 
 // DefaultCacheDir returns the default compilation cache directory,
@@ -45,6 +57,8 @@ func DefaultCacheDir() (string, error) {
 type Host struct {
 	cache  wazero.CompilationCache
 	logger *slog.Logger
+
+	budget memBudget
 
 	mu       sync.Mutex
 	runtimes map[runtimeKey]wazero.Runtime
@@ -64,6 +78,11 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
+	maxMem := cfg.MaxTotalMemory
+	if maxMem <= 0 {
+		maxMem = DefaultMaxTotalMemory
+	}
+	h.budget.init(maxMem)
 	if cfg.NoDiskCache {
 		h.cache = wazero.NewCompilationCache()
 		return h, nil

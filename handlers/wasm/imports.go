@@ -105,6 +105,7 @@ func logMessage(ctx context.Context, mod api.Module, stack []uint64) {
 	if truncated {
 		msg += "…"
 	}
+	msg = SanitizeText(msg)
 	var l slog.Level
 	switch abi.Level(level) {
 	case abi.LevelDebug:

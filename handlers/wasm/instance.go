@@ -40,6 +40,10 @@ type instance struct {
 
 	stderr stderrBuffer
 
+	// reserved is the host's memory budget this instance holds (its
+	// module's memory limit), given back when it is closed.
+	reserved int64
+
 	// ctx is what every call of this instance runs under: it carries the
 	// instance to the host functions and, unless the module is trusted,
 	// is cancelled by the deadline timer or by the caller's context, which
@@ -80,9 +84,11 @@ type callFailure struct {
 func (f *callFailure) Error() string { return f.cause }
 
 // newInstance instantiates the module, running _initialize under the
-// module's deadline.
+// module's deadline. The caller has reserved the module's memory limit in
+// the host's budget (Host.reserve): the instance holds it until it is
+// closed, or newInstance gives it back when it fails.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
-	inst := &instance{mod: m}
+	inst := &instance{mod: m, reserved: m.memoryLimit}
 	base, cancel := context.WithCancelCause(context.Background())
 	inst.ctx, inst.cancel = context.WithValue(base, callKey{}, inst), cancel
 	if !m.trusted {
@@ -102,6 +108,10 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		f := inst.classify(ctx, err)
 		f.cause = "instantiate: " + f.cause
 		inst.cancel(nil)
+		if inst.timer != nil {
+			inst.timer.Stop()
+		}
+		m.host.budget.release(inst.reserved)
 		return nil, f
 	}
 	inst.module = mod
@@ -121,6 +131,10 @@ func (inst *instance) close(ctx context.Context) {
 	inst.cancel(nil)
 	if inst.module != nil {
 		inst.module.Close(ctx)
+	}
+	if n := inst.reserved; n != 0 {
+		inst.reserved = 0
+		inst.mod.host.budget.release(n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
@@ -28,6 +31,7 @@ const pageSize = 65536
 // events (ConsumeEvent) if its manifest says so. It is safe for concurrent
 // use.
 type Module struct {
+	host     *Host
 	name     string
 	manifest abi.Manifest
 	compiled wazero.CompiledModule
@@ -40,6 +44,8 @@ type Module struct {
 	memoryLimit int64
 	maxOutput   int
 	logger      *slog.Logger
+	// mounts are the module's confined filesystems, closed with it.
+	mounts []*rootFS
 
 	pool pool
 }
@@ -52,19 +58,25 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(cfg.Path), ".wasm")
 	}
+	// A module's name is shown in logs and errors; a file name can hold
+	// anything.
+	name = SanitizeText(name)
 	loadErr := func(format string, args ...any) error {
-		return fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
+		e := fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
+		return &escapedError{msg: SanitizeText(e.Error()), err: errors.Unwrap(e)}
 	}
 	wasm := cfg.Wasm
 	if wasm == nil {
 		if cfg.Path == "" {
 			return nil, loadErr("no Path and no Wasm bytes")
 		}
-		b, err := os.ReadFile(cfg.Path)
+		b, err := ReadModuleFile(cfg.Path, cfg.MaxModuleBytes)
 		if err != nil {
 			return nil, loadErr("%w", err)
 		}
 		wasm = b
+	} else if limit := moduleCap(cfg.MaxModuleBytes); int64(len(wasm)) > limit {
+		return nil, loadErr("%w", sizeCapError("", int64(len(wasm)), limit))
 	}
 	if cfg.SHA256 != "" {
 		sum := sha256.Sum256(wasm)
@@ -75,6 +87,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 
 	m := &Module{
+		host:        h,
 		name:        name,
 		config:      cfg.Config,
 		timeout:     cfg.Timeout,
@@ -121,19 +134,25 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 		compiled.Close(ctx)
 		return nil, loadErr("%w", err)
 	}
-	modCfg, err := sandbox(cfg.Grants)
+	modCfg, mounts, err := sandbox(cfg.Grants)
 	if err != nil {
 		compiled.Close(ctx)
 		return nil, loadErr("%w", err)
 	}
-	m.modCfg = modCfg
+	m.modCfg, m.mounts = modCfg, mounts
 	m.pool.init(m, maxInstances)
 
 	// The first instance runs _initialize and gives the manifest; it then
 	// waits in the pool for the first call.
+	if _, err := h.reserve(ctx, m, nil); err != nil {
+		compiled.Close(ctx)
+		m.closeMounts()
+		return nil, loadErr("first instance: %s", err)
+	}
 	inst, err := m.newInstance(ctx)
 	if err != nil {
 		compiled.Close(ctx)
+		m.closeMounts()
 		return nil, loadErr("first instance: %s", err)
 	}
 	manifest, err := inst.describe(ctx)
@@ -143,6 +162,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	if err != nil {
 		inst.close(ctx)
 		compiled.Close(ctx)
+		m.closeMounts()
 		return nil, loadErr("%s", err)
 	}
 	m.manifest = manifest
@@ -161,30 +181,36 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 
 // sandbox turns grants into a wazero module config. Without grants: no
 // files, no environment, no arguments, stdio discarded, fake clocks, no
-// sleep and deterministic random bytes (wazero's defaults).
-func sandbox(g Grants) (wazero.ModuleConfig, error) {
+// sleep and deterministic random bytes (wazero's defaults). Each mount is
+// a rootFS, confined to its directory; the caller closes them.
+func sandbox(g Grants) (wazero.ModuleConfig, []*rootFS, error) {
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(abi.ExportInitialize)
+	var mounts []*rootFS
 	if len(g.Mounts) > 0 {
 		fsc := wazero.NewFSConfig()
 		for _, mt := range g.Mounts {
 			st, err := os.Stat(mt.HostDir)
+			if err == nil && !st.IsDir() {
+				err = fmt.Errorf("%s is not a directory", mt.HostDir)
+			}
+			var rfs *rootFS
+			if err == nil {
+				rfs, err = newRootFS(mt.HostDir, mt.ReadOnly)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("mount: %w", err)
+				for _, r := range mounts {
+					r.close()
+				}
+				return nil, nil, fmt.Errorf("mount: %w", err)
 			}
-			if !st.IsDir() {
-				return nil, fmt.Errorf("mount: %s is not a directory", mt.HostDir)
-			}
+			mounts = append(mounts, rfs)
 			guest := mt.GuestPath
 			if guest == "" {
 				guest = "/"
 			}
-			if mt.ReadOnly {
-				fsc = fsc.WithReadOnlyDirMount(mt.HostDir, guest)
-			} else {
-				fsc = fsc.WithDirMount(mt.HostDir, guest)
-			}
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(rfs, guest)
 		}
 		mc = mc.WithFSConfig(fsc)
 	}
@@ -199,11 +225,28 @@ func sandbox(g Grants) (wazero.ModuleConfig, error) {
 	if g.Random {
 		mc = mc.WithRandSource(rand.Reader)
 	}
-	return mc, nil
+	return mc, mounts, nil
+}
+
+// closeMounts closes the module's mount roots; closing twice is harmless.
+// A file a call still has open stays usable until it is closed.
+func (m *Module) closeMounts() {
+	for _, r := range m.mounts {
+		r.close()
+	}
 }
 
 // Name returns the module's name.
 func (m *Module) Name() string { return m.name }
+
+// ImportedFunctions returns the functions the module imports, from its
+// compiled code (nothing is compiled again).
+func (m *Module) ImportedFunctions() []api.FunctionDefinition { return m.compiled.ImportedFunctions() }
+
+// ExportedFunctions returns the functions the module exports, by name.
+func (m *Module) ExportedFunctions() map[string]api.FunctionDefinition {
+	return m.compiled.ExportedFunctions()
+}
 
 // Manifest returns what the module declared with snodo_describe.
 func (m *Module) Manifest() abi.Manifest { return m.manifest }
@@ -212,6 +255,7 @@ func (m *Module) Manifest() abi.Manifest { return m.manifest }
 // flight finish and their instances are then closed.
 func (m *Module) Close(ctx context.Context) error {
 	m.pool.close(ctx)
+	defer m.closeMounts()
 	return m.compiled.Close(ctx)
 }
 
@@ -246,11 +290,12 @@ func (m *Module) guestError(output []byte, what string) *jsonrpc.Error {
 	if err != nil {
 		return m.invalidOutput(err)
 	}
-	msg := obj.Message
+	// The message and data reach the server, logs and terminals: escaped.
+	msg := SanitizeText(obj.Message)
 	if msg == "" {
 		msg = fmt.Sprintf("wasm module %q %s", m.name, what)
 	}
-	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: obj.Code, Message: msg, Data: obj.Data}
+	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: obj.Code, Message: msg, Data: sanitizeJSON(obj.Data)}
 }
 
 func (m *Module) invalidOutput(err error) *jsonrpc.Error {
@@ -260,6 +305,9 @@ func (m *Module) invalidOutput(err error) *jsonrpc.Error {
 // failure is the -32603 error of a failed call: the message names the
 // module and the cause; data repeats both, with the call's stderr.
 func (m *Module) failure(cause string, err error, stderr string) *jsonrpc.Error {
+	// A cause can quote the guest: its stderr's first line, or a trap's
+	// message naming its functions.
+	cause = SanitizeText(cause)
 	data := struct {
 		Module string `json:"module"`
 		Cause  string `json:"cause"`

@@ -20,6 +20,7 @@ type pool struct {
 	peak      int
 	created   int64
 	discarded int64
+	evicted   int64
 }
 
 var errClosed = errors.New("module is closed")
@@ -41,19 +42,33 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 			return nil, ctx.Err()
 		}
 	}
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			<-p.slots
+			return nil, errClosed
+		}
+		if n := len(p.idle); n > 0 {
+			inst := p.idle[n-1]
+			p.idle[n-1] = nil
+			p.idle = p.idle[:n-1]
+			p.mu.Unlock()
+			return inst, nil
+		}
+		p.mu.Unlock()
+		// A new instance needs its memory limit from the host's budget; an
+		// instance of this module that goes idle meanwhile is taken instead.
+		ok, err := p.m.host.reserve(ctx, p.m, p.hasIdle)
+		if err != nil {
+			<-p.slots
+			return nil, err
+		}
+		if ok {
+			break
+		}
+	}
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		<-p.slots
-		return nil, errClosed
-	}
-	if n := len(p.idle); n > 0 {
-		inst := p.idle[n-1]
-		p.idle[n-1] = nil
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		return inst, nil
-	}
 	p.alive++
 	p.peak = max(p.peak, p.alive)
 	p.mu.Unlock()
@@ -89,7 +104,33 @@ func (p *pool) put(inst *instance, healthy bool) {
 	<-p.slots
 	if !keep {
 		inst.close(context.Background())
+	} else {
+		// A call waiting for memory may take this instance, or close it
+		// to make room for one of another module.
+		p.m.host.budget.notify()
 	}
+}
+
+func (p *pool) hasIdle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle) > 0
+}
+
+// takeIdle removes an idle instance, if there is one, for the host to
+// close: its memory is wanted by another instance.
+func (p *pool) takeIdle() *instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.idle)
+	if n == 0 {
+		return nil
+	}
+	inst := p.idle[0]
+	p.idle = p.idle[1:]
+	p.alive--
+	p.evicted++
+	return inst
 }
 
 // adopt adds an instance made outside get (the one Load makes).
@@ -129,8 +170,9 @@ type PoolStats struct {
 	// Peak is the most instances ever alive at once.
 	Peak int
 	// Created counts the instances made; Discarded those closed after a
-	// failure (or whose creation failed).
-	Created, Discarded int64
+	// failure (or whose creation failed); Evicted the idle ones closed to
+	// free memory for another instance (HostConfig.MaxTotalMemory).
+	Created, Discarded, Evicted int64
 }
 
 // Stats returns the state of the module's instance pool.
@@ -138,5 +180,5 @@ func (m *Module) Stats() PoolStats {
 	p := &m.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return PoolStats{Alive: p.alive, Idle: len(p.idle), Peak: p.peak, Created: p.created, Discarded: p.discarded}
+	return PoolStats{Alive: p.alive, Idle: len(p.idle), Peak: p.peak, Created: p.created, Discarded: p.discarded, Evicted: p.evicted}
 }
