@@ -40,7 +40,8 @@ var live struct {
 func startContained(subreaper bool, start func(attr *syscall.SysProcAttr, mark EnvVar) (int, error)) (*contained, error) {
 	if subreaper {
 		if err := enableSubreaper(); err != nil {
-			return nil, err
+			// Wrapped once more: startServer reports the cause it unwraps.
+			return nil, fmt.Errorf("%w", err)
 		}
 	}
 	c := &contained{mark: fmt.Sprintf("%d.%d", os.Getpid(), markSeq.Add(1))}

@@ -12,7 +12,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -40,8 +39,11 @@ var exiting sync.Mutex
 type gatedWriter struct {
 	mu     sync.Mutex
 	closed bool
-	w      io.Writer
+	w      *os.File
 }
+
+// File is the file g writes to, for the progress bar's terminal check.
+func (g *gatedWriter) File() *os.File { return g.w }
 
 func (g *gatedWriter) Write(p []byte) (int, error) {
 	g.mu.Lock()
@@ -53,7 +55,7 @@ func (g *gatedWriter) Write(p []byte) (int, error) {
 }
 
 // close stops g and returns what it wrote to.
-func (g *gatedWriter) close() io.Writer {
+func (g *gatedWriter) close() *os.File {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.closed = true
