@@ -99,6 +99,18 @@ type Config struct {
 	// CacheDir is where compiled Wasm modules are cached across runs; ""
 	// means the user's cache directory (see wasm.DefaultCacheDir).
 	CacheDir string
+
+	// Subreaper (Linux only; Start fails elsewhere) makes this process a
+	// child subreaper (prctl PR_SET_CHILD_SUBREAPER), for the rest of its
+	// life: a server's descendant whose parent exits, even one that called
+	// setsid, is reparented to this process instead of to init, and Close
+	// ends it. Close takes as its server's every orphan of this process
+	// that carries its server's SNODO_RUNNER_MARK, or no mark of a running
+	// server: set it only in a program whose other child processes do not
+	// outlive their parents, as snodo-run. Without it, Close still ends the
+	// descendants it finds by their parent chain. See
+	// docs/security-processes.md.
+	Subreaper bool
 }
 
 // Server is the MCP server to start as a child process, run directly (never

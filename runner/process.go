@@ -38,10 +38,18 @@ const groupPoll = 10 * time.Millisecond
 // group (grandchildren that ignored the EOF) gets the same SIGTERM, then
 // SIGKILL, so that nothing the server started is left behind.
 //
+// On Linux the same signals go to the server's descendants that left its
+// process group (setsid, setpgid): those found by their parent chain, and,
+// with Config.Subreaper, the orphans reparented to this process. The last
+// of them are stopped with SIGSTOP before SIGKILL, so that none forks its
+// way out, and those that are this process's children are reaped.
+//
 // It returns the server's exit state (nil if it could not be waited for)
 // and how far the escalation went, for the log.
 func stopServer(ctx context.Context, p serverProcess, grace, termGrace time.Duration, log *slog.Logger) (*os.ProcessState, string) {
 	pgid := p.Pid()
+	desc := treeFor(pgid)
+	desc.alive() // what runs below the server now, before it can exit and orphan it
 	_ = p.Close()
 
 	how := "exited after EOF"
@@ -49,25 +57,38 @@ func stopServer(ctx context.Context, p serverProcess, grace, termGrace time.Dura
 	if !exited && pgid > 0 {
 		how = "exited after SIGTERM"
 		log.Debug("server still running after stdin closed; sending SIGTERM to its process group", "pgid", pgid, "grace", grace)
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		signalServer(pgid, syscall.SIGTERM)
+		desc.signal(syscall.SIGTERM)
 		state, exited = waitFor(ctx, p, termGrace)
 		if !exited {
 			how = "killed"
 			log.Debug("server still running after SIGTERM; sending SIGKILL to its process group", "pgid", pgid, "grace", termGrace)
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			signalServer(pgid, syscall.SIGKILL)
+			desc.kill()
 			state, _ = waitFor(ctx, p, -1)
 		}
 	}
-	if pgid > 0 && groupAlive(pgid) {
-		log.Debug("the server's process group outlived it; sending SIGTERM", "pgid", pgid)
+	left := func() bool { return pgid > 0 && (groupAlive(pgid) || desc.alive()) }
+	if left() {
+		log.Debug("the server's process group or descendants outlived it; sending SIGTERM", "pgid", pgid)
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		if !waitGroupGone(ctx, pgid, termGrace) {
-			log.Debug("the server's process group outlived SIGTERM; sending SIGKILL", "pgid", pgid)
+		desc.signal(syscall.SIGTERM)
+		if !waitUntilGone(ctx, left, termGrace) {
+			log.Debug("the server's process group or descendants outlived SIGTERM; sending SIGKILL", "pgid", pgid)
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			desc.kill()
 		}
 		how += ", its process group stopped"
 	}
+	desc.reap(termGrace)
 	return state, how
+}
+
+// signalServer sends sig to the server's process group, and to the server
+// itself in case it moved to another group.
+func signalServer(pid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pid, sig)
+	_ = syscall.Kill(pid, sig)
 }
 
 // waitFor waits up to d (forever when d < 0, always bounded by ctx) for the
@@ -91,12 +112,13 @@ func groupAlive(pgid int) bool {
 	return syscall.Kill(-pgid, 0) == nil
 }
 
-func waitGroupGone(ctx context.Context, pgid int, d time.Duration) bool {
+// waitUntilGone waits up to d, bounded by ctx, for left to report false.
+func waitUntilGone(ctx context.Context, left func() bool, d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(groupPoll)
 	defer tick.Stop()
-	for groupAlive(pgid) {
+	for left() {
 		select {
 		case <-ctx.Done():
 			return false

@@ -139,6 +139,37 @@ func runHelper() {
 	case "grandchild":
 		signal.Ignore(syscall.SIGTERM)
 		select {}
+	case "setsid-mcp": // starts a grandchild that calls setsid, answers initialize, exits at EOF
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), helperEnv+"=grandchild")
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			panic(err)
+		}
+		fmt.Fprintln(os.Stderr, "grandchild", child.Process.Pid)
+		answerInitialize()
+		_, _ = io.Copy(io.Discard, helperStdin)
+		os.Exit(0)
+	case "orphan-mcp": // leaves an orphaned great-grandchild in a session of its own, then serves
+		mid := exec.Command(os.Args[0])
+		mid.Env = append(os.Environ(), helperEnv+"=orphaner")
+		out, err := mid.Output()
+		if err != nil {
+			panic(err)
+		}
+		fmt.Fprintln(os.Stderr, "grandchild", strings.TrimSpace(string(out)))
+		answerInitialize()
+		_, _ = io.Copy(io.Discard, helperStdin)
+		os.Exit(0)
+	case "orphaner": // starts a grandchild in a session of its own, prints its pid, exits
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), helperEnv+"=grandchild")
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			panic(err)
+		}
+		fmt.Println(child.Process.Pid)
+		os.Exit(0)
 	}
 	os.Exit(3)
 }

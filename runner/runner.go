@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/snodo/snodo"
@@ -39,6 +40,7 @@ type Runner struct {
 	stderrR    *os.File
 
 	cancelConn context.CancelCauseFunc
+	contained  *contained // the server's containment, see startContained
 
 	failMu      sync.Mutex
 	lastFailure error // the last handler failure, for Runner.HandlerFailure
@@ -228,15 +230,22 @@ func (r *Runner) startServer(ctx context.Context) error {
 	// (Ctrl-C) must still be able to tell the server before Close.
 	connCtx, cancel := context.WithCancelCause(context.Background())
 	r.cancelConn = cancel
-	r.conn, err = stdio.Connect(connCtx, stdio.Config{
-		Command:           r.cfg.Server.Command,
-		Args:              r.cfg.Server.Args,
-		Env:               env,
-		Dir:               r.cfg.Server.Dir,
-		Stderr:            pw,
-		MaxLineBytes:      r.cfg.MaxLineBytes,
-		MaxServerRequests: r.cfg.MaxServerRequests,
-		SysProcAttr:       newGroupAttr(),
+	r.contained, err = startContained(r.cfg.Subreaper, func(attr *syscall.SysProcAttr, mark EnvVar) (int, error) {
+		conn, err := stdio.Connect(connCtx, stdio.Config{
+			Command:           r.cfg.Server.Command,
+			Args:              r.cfg.Server.Args,
+			Env:               append(env, stdio.Set(mark.Name, mark.Value)),
+			Dir:               r.cfg.Server.Dir,
+			Stderr:            pw,
+			MaxLineBytes:      r.cfg.MaxLineBytes,
+			MaxServerRequests: r.cfg.MaxServerRequests,
+			SysProcAttr:       attr,
+		})
+		if err != nil {
+			return 0, err
+		}
+		r.conn = conn
+		return conn.Pid(), nil
 	})
 	pw.Close() // the server has its copy
 	if err != nil {
@@ -395,6 +404,9 @@ func (r *Runner) Close(ctx context.Context) error {
 			state, how := stopServer(ctx, r.conn, r.cfg.ShutdownGrace, r.cfg.ShutdownGrace, r.log)
 			r.exit = state
 			r.log.Debug("server stopped", "how", how, "state", state)
+		}
+		if r.contained != nil {
+			r.contained.done()
 		}
 		if r.cancelConn != nil {
 			r.cancelConn(nil)

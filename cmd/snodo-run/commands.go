@@ -541,8 +541,11 @@ are answered by the handlers and the request retried, as for typed commands.`,
 				return err
 			}
 			method := args[0]
-			if method == "tools/call" {
-				name, _ := p["name"].(string)
+			if method == "tools/call" && (len(a.settings.allow) > 0 || len(a.settings.deny) > 0) {
+				name, err := guardedToolName(p)
+				if err != nil {
+					return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("refused by the guard: %v", err)}
+				}
 				if !a.toolAllowed(name) {
 					return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard", name)}
 				}
@@ -668,7 +671,8 @@ func (a *app) moduleFor(path string) (runner.ModuleConfig, error) {
 	v.Set(keyHandler, []string{path})
 	v.Set(keyProgress, "")
 	v.Set(keySubscriber, "")
-	if err := resolveModules(v, fc, &rc); err != nil {
+	allowTrusted, _ := a.root.PersistentFlags().GetBool("allow-trusted")
+	if err := resolveModules(v, fc, &rc, allowTrusted); err != nil {
 		return runner.ModuleConfig{}, err
 	}
 	return rc.Handlers[0].ModuleConfig, nil

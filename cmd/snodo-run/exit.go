@@ -12,13 +12,14 @@ import (
 
 // Exit codes, documented in --help and docs/CLI.md.
 const (
-	exitOK         = 0 // success
-	exitServer     = 1 // the server answered with an error, or a tool result with isError
-	exitUsage      = 2 // usage or configuration error
-	exitConnection = 3 // connection or transport failure
-	exitTimeout    = 4 // a request timed out
-	exitHandler    = 5 // a handler module failed (load, check, or while answering)
-	exitInterrupt  = 130
+	exitOK         = 0   // success
+	exitServer     = 1   // the server answered with an error, or a tool result with isError
+	exitUsage      = 2   // usage or configuration error
+	exitConnection = 3   // connection or transport failure
+	exitTimeout    = 4   // a request timed out
+	exitHandler    = 5   // a handler module failed (load, check, or while answering)
+	exitInterrupt  = 130 // SIGINT (Ctrl-C)
+	exitTerminated = 143 // SIGTERM
 )
 
 const exitCodesHelp = `Exit codes:
@@ -29,7 +30,10 @@ const exitCodesHelp = `Exit codes:
   3  connection or transport failure (server not found, exited, closed)
   4  timeout
   5  handler failure (a Wasm module missing, invalid, or failing)
-  130 interrupted (Ctrl-C): the request in flight was cancelled on the server`
+  130 interrupted (Ctrl-C, SIGINT): the request in flight was cancelled on
+      the server, and the server shut down; a second Ctrl-C kills the server
+      and exits at once
+  143 terminated (SIGTERM): the same as 130`
 
 // cliError is an error with the exit code and kind it is reported with.
 type cliError struct {

@@ -11,14 +11,85 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+
+	"github.com/snodo/snodo/runner"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	stderr := &gatedWriter{w: os.Stderr}
+	go onSignals(sigs, cancel, stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, stderr)
+	exiting.Lock() // a second signal's exit, under way, goes first
 	os.Exit(code)
+}
+
+// exiting is held by whoever exits the process.
+var exiting sync.Mutex
+
+// gatedWriter writes to w until closed; then it drops what it is given, so
+// that the one error object of a second signal is the last line.
+type gatedWriter struct {
+	mu     sync.Mutex
+	closed bool
+	w      *os.File
+}
+
+// File is the file g writes to, for the progress bar's terminal check.
+func (g *gatedWriter) File() *os.File { return g.w }
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+// close stops g and returns what it wrote to.
+func (g *gatedWriter) close() *os.File {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	return g.w
+}
+
+// signalCause is the cause of the context a signal cancelled.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return "received " + c.sig.String() }
+
+// onSignals makes the first SIGINT or SIGTERM cancel ctx, which cancels the
+// request in flight and shuts the server down in order; the second kills
+// the server's process group and descendants and exits at once, even while
+// a call cannot be interrupted (a trusted Wasm module that loops) or the
+// server takes its whole shutdown grace.
+func onSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr *gatedWriter) {
+	first := <-sigs
+	cancel(signalCause{first})
+	fmt.Fprintf(stderr, "snodo-run: %v: stopping the server; send it again to kill the server and exit at once\n", first)
+	second := <-sigs
+	exiting.Lock() // never unlocked: the process ends here
+	w := stderr.close()
+	runner.KillAll()
+	code := signalExitCode(second)
+	reportError(w, &cliError{code: code, kind: "interrupted",
+		err: fmt.Errorf("%v received twice: the server's process group and descendants were killed", second)})
+	os.Exit(code)
+}
+
+// signalExitCode is the shell's convention: 128 + the signal's number.
+func signalExitCode(sig os.Signal) int {
+	if sig == syscall.SIGTERM {
+		return exitTerminated
+	}
+	return exitInterrupt
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -307,10 +308,58 @@ func objectArg(value, flag string) (map[string]any, error) {
 	if err != nil {
 		return nil, usageErr("%s: %v", flag, err)
 	}
+	if err := uniqueKeys(raw); err != nil {
+		return nil, usageErr("%s: %v", flag, err)
+	}
 	if err := json.Unmarshal(raw, &out); err != nil || out == nil {
 		return nil, usageErr("%s must be a JSON object", flag)
 	}
 	return out, nil
+}
+
+// uniqueKeys refuses JSON with an object that has a key twice: parsers
+// disagree on which one counts (encoding/json and JSON.parse take the last,
+// others the first), so what the guard checks could differ from what a
+// server acts on.
+func uniqueKeys(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var walk func() error
+	walk = func() error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key := k.(string)
+				if seen[key] {
+					return fmt.Errorf("key %q appears twice in one object", key)
+				}
+				seen[key] = true
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	return walk()
 }
 
 // setPairs sets KEY=VALUE pairs in args, typed by the input schema: a
@@ -362,6 +411,28 @@ func (a *app) toolAllowed(name string) bool {
 	return allowed
 }
 
+// guardedToolName is the name of the tool a raw tools/call would call, for
+// the guard; it fails closed. name must be there, and be a string; a key
+// that differs from "name" only in case is refused too, because a server
+// that decodes into a Go struct (encoding/json) matches keys without
+// regard to case and could take it for the name.
+func guardedToolName(params map[string]any) (string, error) {
+	for k := range params {
+		if k != "name" && strings.EqualFold(k, "name") {
+			return "", fmt.Errorf("tools/call params have a key %q: only \"name\" names the tool", k)
+		}
+	}
+	v, ok := params["name"]
+	if !ok {
+		return "", errors.New(`tools/call params have no "name": the guard cannot tell which tool it calls`)
+	}
+	name, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf(`tools/call params have a "name" that is not a string (%v)`, v)
+	}
+	return name, nil
+}
+
 // filterToolList applies the guard to a raw tools/list result.
 func (a *app) filterToolList(raw json.RawMessage) json.RawMessage {
 	if len(a.settings.allow) == 0 && len(a.settings.deny) == 0 {
@@ -374,10 +445,12 @@ func (a *app) filterToolList(raw json.RawMessage) json.RawMessage {
 	}
 	kept := tools[:0]
 	for _, t := range tools {
-		var n struct {
-			Name string `json:"name"`
+		// A tool whose name the guard cannot tell for sure is left out.
+		var n map[string]any
+		if uniqueKeys(t) != nil || json.Unmarshal(t, &n) != nil {
+			continue
 		}
-		if json.Unmarshal(t, &n) == nil && a.toolAllowed(n.Name) {
+		if name, err := guardedToolName(n); err == nil && a.toolAllowed(name) {
 			kept = append(kept, t)
 		}
 	}

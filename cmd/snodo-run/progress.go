@@ -22,7 +22,11 @@ type progressView struct {
 // nothing is shown. A --progress module takes precedence (the runtime
 // ignores the display then).
 func (a *app) progressDisplay() func(snodo.Progress) {
-	if f, ok := a.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	f, ok := a.stderr.(*os.File)
+	if g, isGated := a.stderr.(interface{ File() *os.File }); isGated {
+		f, ok = g.File(), true
+	}
+	if ok && term.IsTerminal(int(f.Fd())) {
 		a.progress = &progressView{}
 		return a.progress.showBar(f)
 	}

@@ -64,7 +64,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if ctx.Err() != nil && !errors.As(err, &ce) {
 		// Ctrl-C: the context of the call was cancelled, and with it the
 		// request on the server.
-		err = &cliError{code: exitInterrupt, kind: "interrupted", err: fmt.Errorf("interrupted: the request in flight was cancelled on the server (%v)", err)}
+		code := exitInterrupt
+		var sc signalCause
+		if errors.As(context.Cause(ctx), &sc) {
+			code = signalExitCode(sc.sig)
+		}
+		err = &cliError{code: code, kind: "interrupted", err: fmt.Errorf("interrupted: the request in flight was cancelled on the server (%v)", err)}
 	}
 	if !errors.As(err, &ce) && !isRuntimeError(err) {
 		// cobra's own errors: unknown command or flag, wrong arguments.
@@ -142,6 +147,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.String("cache-dir", "", "compilation cache of Wasm modules; default the user cache dir")
 	f.StringArray("allow-tool", nil, "guard: only tools whose name matches this `PATTERN` (shell glob) may be listed or called; repeatable")
 	f.StringArray("deny-tool", nil, "guard: tools whose name matches this `PATTERN` may not be listed or called; repeatable")
+	f.Bool("allow-trusted", false, "let modules marked trusted in the config file run without interruption (a trusted module that loops hangs snodo-run)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "pretty", "text"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("protocol", cobra.FixedCompletions([]string{"auto", "legacy", "modern", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, cobra.ShellCompDirectiveNoFileComp))
 	for _, name := range []string{"handler", "progress", "subscriber"} {
@@ -170,7 +176,10 @@ func (a *app) prepare(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := resolve(v, fc, file, a.serverArgv)
+	// Only the command line can allow trusted modules: not the config file
+	// that asks for them, nor the environment.
+	allowTrusted, _ := cmd.Flags().GetBool("allow-trusted")
+	s, err := resolve(v, fc, file, a.serverArgv, allowTrusted)
 	if err != nil {
 		return err
 	}

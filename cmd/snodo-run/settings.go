@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -201,7 +202,7 @@ func decodeFile(name string, raw []byte, fc *fileConfig) error {
 
 // resolve turns the viper settings and the command line's server command
 // (after --) into settings.
-func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string) (*settings, error) {
+func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, allowTrusted bool) (*settings, error) {
 	s := &settings{configFile: file}
 	rc := &s.runner
 
@@ -244,9 +245,12 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string) (*
 	if err := resolveServer(v, fc, serverArgv, &rc.Server); err != nil {
 		return nil, err
 	}
-	if err := resolveModules(v, fc, rc); err != nil {
+	if err := resolveModules(v, fc, rc, allowTrusted); err != nil {
 		return nil, err
 	}
+	// snodo-run starts no other process than the server: every orphan
+	// reparented to it is one of the server's descendants.
+	rc.Subreaper = runtime.GOOS == "linux"
 	return s, nil
 }
 
@@ -328,8 +332,9 @@ func moduleName(path string) string {
 
 // resolveModules builds the handler, progress and subscriber modules from
 // handler ([METHOD=]FILE…), progress, subscriber, handler_config and the
-// config file's modules map.
-func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config) error {
+// config file's modules map. A module the config file marks trusted is an
+// error unless allowTrusted (--allow-trusted).
+func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config, allowTrusted bool) error {
 	configs := map[string]json.RawMessage{} // by module name; "" for all
 	for _, hc := range v.GetStringSlice(keyHandlerConfig) {
 		name, value := "", hc
@@ -348,6 +353,9 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config) error {
 		ms, ok := fc.Modules[name]
 		var methods []string
 		if ok {
+			if ms.Trusted && !allowTrusted {
+				return mc, nil, configErr("modules.%s.trusted: module %s asks to run trusted, without interruption: one that loops cannot be stopped and can stall all of snodo-run; give --allow-trusted to allow it", name, name)
+			}
 			mc.Config, mc.SHA256, mc.Trusted = ms.Config, ms.SHA256, ms.Trusted
 			mc.MemoryLimit, mc.MaxOutput = ms.MemoryLimit, ms.MaxOutput
 			if ms.Timeout != "" {
