@@ -197,6 +197,11 @@ func (c *Client) answerInputs(ctx context.Context, method string, requests map[s
 				if err := c.gate.Acquire(ctx); err != nil {
 					return
 				}
+				if ctx.Err() != nil {
+					// Both were ready: the round has ended.
+					c.gate.Release()
+					return
+				}
 				r := requests[keys[i]]
 				res, err := runHandler(ctx, handlers[i], r.Method, r.Params)
 				c.gate.Release()

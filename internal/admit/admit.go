@@ -45,12 +45,11 @@ func (g *Gate) TryAcquire() bool {
 	}
 }
 
-// Acquire waits for a slot until ctx ends.
+// Acquire waits for a slot until ctx ends. A ctx that has ended gets no
+// slot, even a free one.
 func (g *Gate) Acquire(ctx context.Context) error {
-	select {
-	case g.slots <- struct{}{}:
-		return nil
-	default:
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	select {
 	case g.slots <- struct{}{}:
