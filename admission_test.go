@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -311,5 +313,86 @@ func TestLegacyServerRequestEndsWithClose(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 		t.Fatal("the handler did not end within a second of Close")
+	}
+}
+
+// WithProgressConsumer: every call asks for progress; the consumer gets the
+// raw params with the progressToken, which the transport is also given
+// explicitly (no re-reading of params), before any WithProgress function;
+// its error cancels the call and is the call's error.
+func TestProgressConsumerSeesEveryCallsRawProgress(t *testing.T) {
+	var (
+		raw   []string
+		shown []snodo.Progress
+	)
+	stop := errors.New("consumer says stop")
+	c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
+		tok := string(fc.meta("progressToken"))
+		if tok == "" {
+			return errorResponse(fc, -1, "no progress token", "")
+		}
+		if got := string(fc.Opts.ProgressToken.AppendJSON(nil)); got != tok {
+			return errorResponse(fc, -1, "RequestOptions.ProgressToken "+got+" is not "+tok, "")
+		}
+		for i := 1; i <= 2; i++ {
+			if err := fc.progress(fmt.Sprintf(`{"progressToken":%s,"progress":%d}`, tok, i)); err != nil {
+				// A transport cancels and returns err; the fake says it.
+				return errorResponse(fc, -1, "progress function failed: "+err.Error(), "")
+			}
+		}
+		return result(fc, `{"content":[]}`)
+	}, snodo.WithProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
+		raw = append(raw, string(params))
+		if strings.Contains(string(params), `"progress":2`) && len(shown) > 0 {
+			return stop
+		}
+		return nil
+	}))
+	if _, err := c.CallTool(context.Background(), "plain", nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != 2 || !strings.Contains(raw[0], `"progressToken":"snodo-`) {
+		t.Fatalf("consumer saw %q", raw)
+	}
+	_, err := c.CallTool(context.Background(), "shown", nil, snodo.WithTimeout(time.Second),
+		snodo.WithProgress(func(p snodo.Progress) { shown = append(shown, p) }))
+	if err == nil || !strings.Contains(err.Error(), stop.Error()) {
+		t.Fatalf("CallTool: %v", err)
+	}
+	if len(shown) != 1 || len(raw) != 4 {
+		t.Errorf("shown %d, consumer saw %d", len(shown), len(raw))
+	}
+	_ = f
+}
+
+// WithEventConsumer: every subscription's events pass through the consumer
+// before Next returns them; its stop ends the subscription cleanly.
+func TestEventConsumerSeesEverySubscription(t *testing.T) {
+	var seen []string
+	c, f := connectModern(t, noMore, snodo.WithEventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
+		seen = append(seen, method)
+		return method == "notifications/resources/list_changed", nil
+	}))
+	f.listen = func(req *jsonrpc.Request, sub *subbuf.Buffer[transport.Event]) (json.RawMessage, error) {
+		sub.Push(transport.Event{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)})
+		sub.Push(transport.Event{Method: "notifications/resources/list_changed", Params: json.RawMessage(`{}`)})
+		sub.Push(transport.Event{Method: "notifications/prompts/list_changed", Params: json.RawMessage(`{}`)})
+		return json.RawMessage(`{"notifications":{"toolsListChanged":true,"resourcesListChanged":true,"promptsListChanged":true}}`), nil
+	}
+	ctx := context.Background()
+	_, sub, err := c.Listen(ctx, snodo.SubscriptionFilter{ToolsListChanged: true, ResourcesListChanged: true, PromptsListChanged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ev, err := sub.Next(ctx)
+	if err != nil || ev.Method != "notifications/tools/list_changed" {
+		t.Fatalf("first event %v, %v", ev, err)
+	}
+	if _, err := sub.Next(ctx); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the consumer's stop: %v, want io.EOF", err)
+	}
+	if len(seen) != 2 {
+		t.Errorf("consumer saw %v", seen)
 	}
 }

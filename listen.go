@@ -48,6 +48,17 @@ type SubscriptionFilter struct {
 // Done and Err methods, as stdio does — the connection stops, with a
 // -32000 error.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter, opts ...CallOption) (SubscriptionFilter, *Subscription, error) {
+	accepted, sub, err := c.listen(ctx, filter, opts)
+	if err == nil && c.cfg.onEvent != nil {
+		consume := c.cfg.onEvent
+		(*subbuf.Buffer[Event])(sub).SetTap(func(ctx context.Context, ev Event) (bool, error) {
+			return consume(ctx, ev.Method, ev.Params)
+		})
+	}
+	return accepted, sub, err
+}
+
+func (c *Client) listen(ctx context.Context, filter SubscriptionFilter, opts []CallOption) (SubscriptionFilter, *Subscription, error) {
 	cc := c.callConfig(opts)
 	if c.Era() != EraModern {
 		return c.listenLegacy(ctx, filter, cc)

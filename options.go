@@ -45,6 +45,7 @@ type config struct {
 	onLog             func(LogMessage)
 	onNotification    func(method string, params json.RawMessage)
 	onProgress        func(ctx context.Context, params json.RawMessage) error
+	onEvent           func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)
 }
 
 func newConfig(opts []Option) *config {
@@ -139,6 +140,15 @@ func WithNotificationHook(f func(method string, params json.RawMessage)) Option 
 // progress consumer modules of package runner attach this way.
 func WithProgressConsumer(f func(ctx context.Context, params json.RawMessage) error) Option {
 	return func(c *config) { c.onProgress = f }
+}
+
+// WithEventConsumer passes every event of every subscription (Listen) to
+// f, in the goroutine that calls Next, before Next returns it. stop ends
+// the subscription cleanly (Next returns io.EOF, the server is told); an
+// error ends it with that error. ctx is the one given to Next. The Wasm
+// subscription consumer modules of package runner attach this way.
+func WithEventConsumer(f func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)) Option {
+	return func(c *config) { c.onEvent = f }
 }
 
 // CallOption configures one call.

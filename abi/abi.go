@@ -100,7 +100,6 @@ func IsKnownMethod(method string) bool {
 const (
 	DefaultTimeoutMillis  = 5000
 	DefaultMemoryLimit    = 128 << 20
-	DefaultMaxInstances   = 16
 	DefaultMaxOutputBytes = 8 << 20
 	// MaxLogBytes is where a log message is cut.
 	MaxLogBytes = 4 << 10

@@ -2,50 +2,27 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 
 	"github.com/snodo/snodo"
 )
 
-// Call runs one client call with progress: each progress notification of
-// the call goes to the progress module when there is one, else to show
-// (which may be nil). call receives the context and options to pass to the
-// client's method.
+// Call runs one client call, explaining a connection error with the
+// server's exit status and stderr tail (see Explain). Progress goes to the
+// progress module when there is one (attached to the client, so that
+// calls made through Client use it too), else to show (which may be nil).
+// call receives the context and options to pass to the client's method.
 //
 // When the progress module answers "cancel" or fails, the call is
 // cancelled on the server and Call returns the module's error (a handler
-// error, -32603). A connection error is explained with the server's exit
-// status and stderr tail (see Explain).
+// error, -32603).
 func (r *Runner) Call(ctx context.Context, show func(snodo.Progress), call func(ctx context.Context, opts ...snodo.CallOption) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	var opts []snodo.CallOption
-	switch {
-	case r.progress != nil:
-		consume := r.progress.ProgressFunc(ctx)
-		opts = append(opts, snodo.WithProgress(func(p snodo.Progress) {
-			if ctx.Err() != nil {
-				return
-			}
-			params, err := json.Marshal(p)
-			if err == nil {
-				err = consume(params)
-			}
-			if err != nil {
-				r.log.Debug("progress module stopped the call", "module", r.progress.Name(), "error", err)
-				cancel(err)
-			}
-		}))
-	case show != nil:
+	if r.progress == nil && show != nil {
 		opts = append(opts, snodo.WithProgress(show))
 	}
-	err := call(ctx, opts...)
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	if err != nil {
+	if err := call(ctx, opts...); err != nil {
 		return r.Explain(err)
 	}
 	return nil
@@ -88,14 +65,8 @@ func (r *Runner) Listen(ctx context.Context, filter snodo.SubscriptionFilter, ac
 			return r.Explain(err)
 		}
 		if r.subscriber != nil {
-			stop, err := r.subscriber.ConsumeEvent(ctx, ev.Method, ev.Params)
-			if err != nil {
-				return err
-			}
-			if stop {
-				r.log.Debug("subscriber module ended the subscription", "module", r.subscriber.Name())
-				return nil
-			}
+			// The module saw it (the client's event consumer); it ends
+			// the subscription when it stops it.
 			continue
 		}
 		if each != nil {

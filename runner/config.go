@@ -8,6 +8,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/transport/stdio"
 )
 
 // Defaults of Config.
@@ -96,6 +97,10 @@ type Config struct {
 	// (default 2 s each).
 	ShutdownGrace time.Duration
 
+	// ClientOptions are passed to snodo.Connect after those the Runner
+	// derives from this Config, so they take precedence.
+	ClientOptions []snodo.Option
+
 	// CacheDir is where compiled Wasm modules are cached across runs; ""
 	// means the user's cache directory (see wasm.DefaultCacheDir).
 	CacheDir string
@@ -125,11 +130,8 @@ type Server struct {
 }
 
 // EnvVar is one change to the server's environment: Name set to Value, or
-// removed when Unset.
-type EnvVar struct {
-	Name, Value string
-	Unset       bool
-}
+// removed when Unset. It is the stdio transport's.
+type EnvVar = stdio.EnvVar
 
 // HandlerModule is a Wasm module that answers server requests.
 type HandlerModule struct {

@@ -41,7 +41,7 @@ func CheckModule(ctx context.Context, mc ModuleConfig, cacheDir string) (*Module
 		// describes the very bytes that were loaded.
 		bin, err := wasm.ReadModuleFile(mc.Path, mc.MaxModuleBytes)
 		if err != nil {
-			return nil, &LoadError{Module: moduleName(mc), Path: mc.Path, Err: err}
+			return nil, &LoadError{Module: wasm.ModuleName(mc), Path: mc.Path, Err: err}
 		}
 		mc.Wasm = bin
 	}
@@ -113,16 +113,8 @@ func TestModule(ctx context.Context, mc ModuleConfig, cacheDir, method string, p
 		strings.Join(abi.KnownMethods, ", "), method)
 }
 
-// moduleName is the name Load gives a module, escaped as Load escapes it.
-func moduleName(mc ModuleConfig) string {
-	if mc.Name != "" {
-		return wasm.SanitizeText(mc.Name)
-	}
-	return wasm.SanitizeText(strings.TrimSuffix(baseName(mc.Path), ".wasm"))
-}
-
 func loadOne(ctx context.Context, mc ModuleConfig, cacheDir string) (*wasm.Module, *wasm.Host, error) {
-	name := moduleName(mc)
+	name := wasm.ModuleName(mc)
 	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: cacheDir})
 	if err != nil {
 		return nil, nil, &LoadError{Module: name, Path: mc.Path, Err: err}

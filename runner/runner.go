@@ -139,7 +139,7 @@ func (r *Runner) loadModules(ctx context.Context) error {
 		}
 		m, err := host.Load(ctx, mc)
 		if err != nil {
-			return nil, &LoadError{Module: moduleName(mc), Path: mc.Path, Err: err}
+			return nil, &LoadError{Module: wasm.ModuleName(mc), Path: mc.Path, Err: err}
 		}
 		r.log.Debug("loaded wasm module", "module", m.Name(), "path", mc.Path, "manifest", m.Manifest())
 		return m, nil
@@ -191,13 +191,6 @@ func (r *Runner) loadModules(ctx context.Context) error {
 	return nil
 }
 
-func baseName(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[i+1:]
-	}
-	return p
-}
-
 // startServer starts the server process with its stderr on a pipe of our
 // own, so that the tail is kept and a grandchild holding stderr open never
 // delays reaping the server.
@@ -218,14 +211,7 @@ func (r *Runner) startServer(ctx context.Context) error {
 		_, _ = io.Copy(out, pr)
 	}()
 
-	env := make([]stdio.EnvVar, 0, len(r.cfg.Server.Env))
-	for _, e := range r.cfg.Server.Env {
-		if e.Unset {
-			env = append(env, stdio.Unset(e.Name))
-		} else {
-			env = append(env, stdio.Set(e.Name, e.Value))
-		}
-	}
+	env := slices.Clone(r.cfg.Server.Env)
 	// The connection is owned by the Runner, not by ctx: a cancelled call
 	// (Ctrl-C) must still be able to tell the server before Close.
 	connCtx, cancel := context.WithCancelCause(context.Background())
@@ -286,6 +272,28 @@ func (r *Runner) connect(ctx context.Context) error {
 	for method, h := range r.cfg.Native {
 		opts = append(opts, snodo.WithHandler(method, r.recording(method, h)))
 	}
+	// The consumer modules attach to the client, so that every call and
+	// every subscription uses them, whether made through the Runner or
+	// through Client.
+	if m := r.progress; m != nil {
+		opts = append(opts, snodo.WithProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
+			err := m.ProgressFunc(ctx)(params)
+			if err != nil {
+				r.log.Debug("progress module stopped the call", "module", m.Name(), "error", err)
+			}
+			return err
+		}))
+	}
+	if m := r.subscriber; m != nil {
+		opts = append(opts, snodo.WithEventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
+			stop, err := m.ConsumeEvent(ctx, method, params)
+			if stop {
+				r.log.Debug("subscriber module ended the subscription", "module", m.Name())
+			}
+			return stop, err
+		}))
+	}
+	opts = append(opts, r.cfg.ClientOptions...)
 	c, err := snodo.Connect(ctx, r.conn, opts...)
 	if err != nil {
 		return err
@@ -354,6 +362,10 @@ func (r *Runner) StderrTail() string {
 func (r *Runner) Explain(err error) error {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Kind != jsonrpc.KindTransport || je.Code != jsonrpc.CodeConnectionClosed {
+		return err
+	}
+	if errors.Is(err, stdio.ErrQueueFull) || errors.Is(err, snodo.ErrClientClosed) {
+		// The server is alive: there is no exit to explain.
 		return err
 	}
 	e := *je

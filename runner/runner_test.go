@@ -328,3 +328,37 @@ func TestMaxServerRequestsBoundsInputRequestsOfAModernServer(t *testing.T) {
 		t.Errorf("%d handlers ran at once under a limit of 1", got)
 	}
 }
+
+// A progress module is attached to the client: a call made through
+// Client (not Runner.Call) gives it every notification, with its
+// progressToken, and its Stop cancels the call, in both eras.
+func TestProgressModuleSeesProgressTokenOnEveryCallPath(t *testing.T) {
+	examples(t)
+	mod := filepath.Join(buildDir, "progresstoken.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", mod, "./testdata/progresstoken")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build testdata/progresstoken: %v\n%s", err, out)
+	}
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			rt, err := Start(ctx, Config{
+				Server:   Server{Command: demoBin, Args: []string{"--step-delay", "20ms"}},
+				Protocol: era,
+				Progress: &ModuleConfig{Path: mod},
+				CacheDir: filepath.Join(buildDir, "cache"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close(context.Background())
+			_, err = rt.Client().CallTool(ctx, "count", map[string]any{"steps": 50})
+			var e *jsonrpc.Error
+			if !errors.As(err, &e) || e.Kind != jsonrpc.KindHandler || !strings.Contains(e.Message, "cancelled the request") {
+				t.Fatalf("CallTool: %v, want the module's cancellation (a module without the token fails instead)", err)
+			}
+		})
+	}
+}

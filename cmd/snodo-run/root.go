@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 )
 
@@ -135,7 +136,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.String("progress", "", "`FILE.wasm` consumes progress notifications (takes precedence over the progress display)")
 	f.String("subscriber", "", "`FILE.wasm` consumes the events of listen")
 	f.Int("max-server-requests", runner.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
-	f.Int("max-line-bytes", 16<<20, "longest line accepted from the server")
+	f.Int("max-line-bytes", jsonrpc.DefaultMaxLineBytes, "longest line accepted from the server")
 	f.Duration("timeout", 60*time.Second, "request timeout, a Go duration (30s, 2m)")
 	f.String("protocol", "auto", "protocol: auto, legacy, modern, or a version such as 2025-06-18")
 	f.StringArray("env", nil, "`K=V` set in the server's environment; repeatable")

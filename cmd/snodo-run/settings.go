@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 )
 
@@ -111,7 +113,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
 	v.SetDefault(keyMaxServerRequests, runner.DefaultMaxServerRequests)
-	v.SetDefault(keyMaxLineBytes, 16<<20)
+	v.SetDefault(keyMaxLineBytes, jsonrpc.DefaultMaxLineBytes)
 	v.SetDefault(keyTimeout, "60s")
 	v.SetDefault(keyProtocol, "auto")
 	v.SetDefault(keyOutput, "json")
@@ -324,12 +326,6 @@ func envVars(m map[string]*string) []runner.EnvVar {
 	return out
 }
 
-// moduleName is the name a module file goes by in logs, errors and the
-// config file's modules map.
-func moduleName(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), ".wasm")
-}
-
 // resolveModules builds the handler, progress and subscriber modules from
 // handler ([METHOD=]FILE…), progress, subscriber, handler_config and the
 // config file's modules map. A module the config file marks trusted is an
@@ -348,7 +344,7 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config, allowTrust
 		configs[name] = raw
 	}
 	module := func(path string) (runner.ModuleConfig, []string, error) {
-		name := moduleName(path)
+		name := wasm.ModuleName(wasm.ModuleConfig{Path: path})
 		mc := runner.ModuleConfig{Name: name, Path: path}
 		ms, ok := fc.Modules[name]
 		var methods []string

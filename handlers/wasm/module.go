@@ -21,6 +21,7 @@ import (
 
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
 )
 
 const pageSize = 65536
@@ -50,17 +51,22 @@ type Module struct {
 	pool pool
 }
 
-// Load reads, pins, compiles and checks a module against the ABI, then
-// creates its first instance and reads its manifest. The error says exactly
-// what is missing or wrong.
-func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
+// ModuleName returns the name a module goes by in logs and errors: its
+// Name, or the base name of its Path without ".wasm", with control
+// characters escaped (SanitizeText), since a file name can hold anything.
+func ModuleName(cfg ModuleConfig) string {
 	name := cfg.Name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(cfg.Path), ".wasm")
 	}
-	// A module's name is shown in logs and errors; a file name can hold
-	// anything.
-	name = SanitizeText(name)
+	return SanitizeText(name)
+}
+
+// Load reads, pins, compiles and checks a module against the ABI, then
+// creates its first instance and reads its manifest. The error says exactly
+// what is missing or wrong.
+func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
+	name := ModuleName(cfg)
 	loadErr := func(format string, args ...any) error {
 		e := fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
 		return &escapedError{msg: SanitizeText(e.Error()), err: errors.Unwrap(e)}
@@ -116,7 +122,8 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 	maxInstances := cfg.MaxInstances
 	if maxInstances <= 0 {
-		maxInstances = abi.DefaultMaxInstances
+		// As many as the client's handlers that may run at once.
+		maxInstances = transport.DefaultMaxServerRequests
 	}
 	m.logger = h.logger.With("wasm_module", name)
 

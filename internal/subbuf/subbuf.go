@@ -57,6 +57,7 @@ type Buffer[E any] struct {
 	overflow Policy
 	cancel   func() error
 	stopOwn  func() bool
+	tap      func(context.Context, E) (stop bool, err error)
 
 	mu      sync.Mutex
 	queue   []E
@@ -85,6 +86,12 @@ func New[E any](owner context.Context, id jsonrpc.ID, cfg Config, cancel func() 
 	b.stopOwn = context.AfterFunc(owner, func() { b.Close() })
 	return b
 }
+
+// SetTap makes every event pass through tap, in the consumer's goroutine,
+// before Next returns it: stop ends the stream cleanly (Next returns
+// io.EOF and the server is told), an error ends it with that error. Set it
+// before the first Next.
+func (b *Buffer[E]) SetTap(tap func(ctx context.Context, ev E) (stop bool, err error)) { b.tap = tap }
 
 // ID returns the ID of the listen request.
 func (b *Buffer[E]) ID() jsonrpc.ID { return b.id }
@@ -187,6 +194,16 @@ func (b *Buffer[E]) Next(ctx context.Context) (E, error) {
 			if more {
 				b.signal()
 			}
+			if b.tap != nil {
+				stop, err := b.tap(ctx, ev)
+				if err != nil || stop {
+					if err == nil {
+						err = io.EOF
+					}
+					b.endByConsumer(err)
+					return zero, err
+				}
+			}
 			return ev, nil
 		}
 		if b.ended {
@@ -217,6 +234,19 @@ func (b *Buffer[E]) Close() error {
 	b.mu.Unlock()
 	b.stopOwn()
 	return b.cancelOnServer()
+}
+
+// endByConsumer is Close with err as the end that Next returns.
+func (b *Buffer[E]) endByConsumer(err error) {
+	b.mu.Lock()
+	b.closed = true
+	b.queue, b.head = nil, 0
+	if !b.ended {
+		b.endLocked(err)
+	}
+	b.mu.Unlock()
+	b.stopOwn()
+	_ = b.cancelOnServer()
 }
 
 // cancelOnServer calls cancel once.
