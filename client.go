@@ -67,10 +67,10 @@ type Client struct {
 func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
 	if cfg.maxServerRequests <= 0 {
-		cfg.maxServerRequests = DefaultMaxServerRequests
+		cfg.maxServerRequests = defaultMaxServerRequests
 	}
 	if cfg.maxRounds <= 0 {
-		cfg.maxRounds = DefaultMaxRounds
+		cfg.maxRounds = defaultMaxRounds
 	}
 	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests)}
 	c.life, c.endLife = context.WithCancelCause(context.Background())

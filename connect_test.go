@@ -40,7 +40,7 @@ func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
 	if string(d.meta("io.modelcontextprotocol/protocolVersion")) != `"2026-07-28"` {
 		t.Errorf("probe _meta version %s", d.meta("io.modelcontextprotocol/protocolVersion"))
 	}
-	if d.Opts.Timeout != snodo.DefaultProbeTimeout || snodo.DefaultProbeTimeout != 5*time.Second {
+	if d.Opts.Timeout != 5*time.Second {
 		t.Errorf("probe timeout %v, want 5s", d.Opts.Timeout)
 	}
 	if c.Discovered() == nil || c.Discovered().TTL() != time.Second || c.Discovered().Scope != "public" {

@@ -8,12 +8,15 @@ import (
 	"github.com/snodo/snodo/transport"
 )
 
-// Defaults of the client's options.
+// DefaultTimeout is the timeout of a call without WithTimeout, unless
+// WithDefaultTimeout says otherwise.
+const DefaultTimeout = 60 * time.Second
+
+// Defaults of the other options, given in their docs.
 const (
-	DefaultTimeout           = 60 * time.Second
-	DefaultProbeTimeout      = 5 * time.Second
-	DefaultMaxServerRequests = transport.DefaultMaxServerRequests
-	DefaultMaxRounds         = 10
+	defaultProbeTimeout      = 5 * time.Second
+	defaultMaxServerRequests = transport.DefaultMaxServerRequests
+	defaultMaxRounds         = 10
 )
 
 // Elicitation modes, for WithElicitationModes.
@@ -50,13 +53,13 @@ type config struct {
 
 func newConfig(opts []Option) *config {
 	c := &config{
-		probeTimeout:      DefaultProbeTimeout,
+		probeTimeout:      defaultProbeTimeout,
 		timeout:           DefaultTimeout,
 		clientInfo:        Implementation{Name: "snodo", Version: "0.1.0"},
 		handlers:          map[string]Handler{},
 		elicitModes:       []string{ElicitForm},
-		maxServerRequests: DefaultMaxServerRequests,
-		maxRounds:         DefaultMaxRounds,
+		maxServerRequests: defaultMaxServerRequests,
+		maxRounds:         defaultMaxRounds,
 	}
 	for _, o := range opts {
 		o(c)
@@ -166,7 +169,11 @@ type callConfig struct {
 
 // WithTimeout sets how long the call waits for each response (default: the
 // client's default timeout, 60 s). When it passes, the call fails with a
-// -32001 error and the server is told the request is cancelled.
+// -32001 error and the server is told the request is cancelled. In the
+// 2026-07-28 era it bounds each round trip of a multi round-trip call, and
+// each round's input handlers: handlers still running when it passes are
+// cancelled and the call fails with -32001, as a legacy call whose server
+// request's handler outlives the call's timeout.
 func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.timeout = d } }
 
 // WithProgress asks the server for progress notifications and calls f with
@@ -179,7 +186,10 @@ func WithResetTimeoutOnProgress() CallOption {
 	return func(c *callConfig) { c.resetOnProgess = true }
 }
 
-// WithMaxTotalTimeout bounds a call whose timeout is reset by progress.
+// WithMaxTotalTimeout bounds a call whose timeout is reset by progress,
+// and the whole of a multi round-trip call: its input handlers are
+// cancelled at that deadline and the call fails with an error wrapping
+// ErrMaxTotalTimeout.
 func WithMaxTotalTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.maxTotal = d } }
 
 // WithLogLevel asks the server for log messages at or above level for this
