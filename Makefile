@@ -7,6 +7,9 @@ BENCH    ?= .
 COUNT    ?= 6
 FUZZTIME ?= 30s
 
+# Pinned by .ci/deps.d/10-staticcheck.sh, which `make vet` runs first.
+STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+
 .PHONY: all build test vet bench fuzz examples demo deps bench-compare clean
 
 all: build
@@ -14,9 +17,13 @@ all: build
 build:
 	$(GO) build $(PKGS)
 
+# go vet, staticcheck and gofmt, on the main module and the bench module.
 vet:
 	$(GO) vet $(PKGS)
 	cd bench && $(GO) vet ./...
+	@bash .ci/deps.d/10-staticcheck.sh
+	$(STATICCHECK) $(PKGS)
+	cd bench && $(STATICCHECK) ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 

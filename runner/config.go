@@ -114,8 +114,8 @@ type Config struct {
 	// that carries its server's SNODO_RUNNER_MARK, or no mark of a running
 	// server: set it only in a program whose other child processes do not
 	// outlive their parents, as snodo-run. Without it, Close still ends the
-	// descendants it finds by their parent chain. See
-	// docs/security-processes.md.
+	// descendants it finds by their parent chain. See SECURITY.md,
+	// "Server processes".
 	Subreaper bool
 }
 

@@ -33,7 +33,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/snodo/snodo/abi"
 )
@@ -222,11 +221,3 @@ func Call(export string, input []byte) (abi.Status, []byte) { return dispatch(ex
 
 // Manifest returns the manifest the module gives the host.
 func Manifest() []byte { return manifest() }
-
-// trimmed is a helper for logs: at most n bytes of s.
-func trimmed(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
-}

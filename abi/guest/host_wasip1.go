@@ -3,6 +3,7 @@
 package guest
 
 import (
+	"strings"
 	"unsafe"
 
 	"github.com/snodo/snodo/abi"
@@ -31,6 +32,14 @@ func output(b []byte) {
 func hostLog(level abi.Level, msg string) {
 	b := []byte(trimmed(msg, abi.MaxLogBytes))
 	hostLogRaw(int32(level), addr(b), uint32(len(b)))
+}
+
+// trimmed is at most n bytes of s, cut on a UTF-8 boundary.
+func trimmed(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 func hostConfig() []byte {

@@ -13,9 +13,9 @@ import (
 // the server process over a benchmark, reported per operation: unlike wall
 // time, it hardly moves when other work shares the machine.
 type cpuMeter struct {
-	serverPid           int
-	self0, server0      time.Duration
-	selfOK, serverValid bool
+	serverPid      int
+	self0, server0 time.Duration
+	serverValid    bool
 }
 
 func startCPU(b *testing.B, serverPid int) *cpuMeter {

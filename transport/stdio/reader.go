@@ -20,10 +20,6 @@ const (
 	methodAcknowledged = "notifications/subscriptions/acknowledged"
 )
 
-// subscriptionIDKey is the _meta key that names a notification's
-// subscription: the ID of its subscriptions/listen request.
-const subscriptionIDKey = "io.modelcontextprotocol/subscriptionId"
-
 // exitReportWait is how long the end of stdout waits for the server's exit
 // status, to say how it ended.
 const exitReportWait = 100 * time.Millisecond
@@ -31,6 +27,8 @@ const exitReportWait = 100 * time.Millisecond
 // routing is what the reader looks at in a notification's params.
 type routing struct {
 	Meta *struct {
+		// SubscriptionID names the notification's subscription: the ID
+		// of its subscriptions/listen request.
 		SubscriptionID json.RawMessage `json:"io.modelcontextprotocol/subscriptionId"`
 	} `json:"_meta"`
 	ProgressToken json.RawMessage `json:"progressToken"`

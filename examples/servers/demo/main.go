@@ -17,6 +17,8 @@
 // input_required result, so the same client handler answers both.
 package main
 
+//lint:file-ignore SA1019 MCP 2026-07-28 deprecates sampling and roots, but servers still send them and Snodo answers them: this demo shows it.
+
 import (
 	"context"
 	"flag"

@@ -5,6 +5,8 @@
 // the server's tool list and a resource.
 package gosdkserver
 
+//lint:file-ignore SA1019 MCP 2026-07-28 deprecates sampling, roots and logging, but servers still use them and Snodo supports them: this server tests that.
+
 import (
 	"context"
 	"fmt"

@@ -1,8 +1,8 @@
 // Command exportednames prints the number of exported identifiers of the Go
 // package in each directory it is given (the current one by default).
 //
-// It reads the package's non-test files with go/doc and counts, each name
-// once:
+// It reads the package's non-test files that build for the current GOOS and
+// GOARCH (as go/build selects them) with go/doc and counts, each name once:
 //   - exported constants and variables (every name of a declaration);
 //   - exported functions, including constructors go/doc groups with a type;
 //   - exported types;
@@ -16,13 +16,13 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
-	"strings"
 )
 
 func main() {
@@ -48,21 +48,18 @@ func main() {
 }
 
 func exported(dir string) ([]string, error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
+	bp, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return nil, err
 	}
+	fset := token.NewFileSet()
 	var files []*ast.File
-	for name, p := range pkgs {
-		if strings.HasSuffix(name, "_test") {
-			continue
+	for _, name := range append(bp.GoFiles, bp.CgoFiles...) {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
 		}
-		for _, f := range p.Files {
-			files = append(files, f)
-		}
+		files = append(files, f)
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no Go package", dir)
