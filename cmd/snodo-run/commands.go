@@ -213,6 +213,7 @@ A result with isError set is printed, and the exit code is 1.`,
 	call.Flags().StringArrayVar(&argPairs, "arg", nil, "`KEY=VALUE` argument; repeatable")
 	call.Flags().StringVar(&argsJSON, "args", "", "arguments as a JSON object, or @FILE (@- for stdin)")
 	call.Flags().BoolVar(&noValidate, "no-validate", false, "send the arguments without checking them against the tool's input schema")
+	a.saveFlag(call)
 	tools.AddCommand(list, call)
 	return tools
 }
@@ -312,6 +313,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 			})
 		},
 	}
+	a.saveFlag(read)
 	res.AddCommand(list, templates, read)
 	return res
 }
@@ -387,6 +389,7 @@ func (a *app) promptsCmd() *cobra.Command {
 		},
 	}
 	get.Flags().StringArrayVar(&argPairs, "arg", nil, "`KEY=VALUE` argument; repeatable")
+	a.saveFlag(get)
 	prompts.AddCommand(list, get)
 	return prompts
 }
