@@ -45,7 +45,7 @@ func (a *app) toolArguments(ctx context.Context, rt *runner.Runner, name string,
 	}
 	is, err := compileInputSchema(schema)
 	if err != nil {
-		return &cliError{code: exitUsage, kind: "schema", err: fmt.Errorf("the input schema of tool %s cannot be used (%v): --no-validate sends the arguments unchecked", name, err)}
+		return usageErr("the input schema of tool %s cannot be used (%v): --no-validate sends the arguments unchecked", name, err)
 	}
 	if err := is.setPairs(name, args, pairs); err != nil {
 		return err
@@ -131,29 +131,32 @@ func (is *inputSchema) names() []string {
 	return out
 }
 
-// allows reports whether the schema takes a property it does not name:
-// only when it says so, with additionalProperties true or a schema, or a
-// matching patternProperties. An absent additionalProperties does not
-// count, so that a mistyped name is caught rather than silently sent.
-func (is *inputSchema) allows(name string) bool {
+// allows reports whether the schema takes a property it does not name,
+// and the schema of its value when it says: only when it says so, with
+// additionalProperties true or a schema, or a matching patternProperties.
+// An absent additionalProperties does not count, so that a mistyped name
+// is caught rather than silently sent.
+func (is *inputSchema) allows(name string) (*jsonschema.Schema, bool) {
 	for _, s := range schemas(is.root) {
-		for re := range s.PatternProperties {
+		for re, p := range s.PatternProperties {
 			if re.MatchString(name) {
-				return true
-			}
-		}
-		switch ap := s.AdditionalProperties.(type) {
-		case bool:
-			if ap {
-				return true
-			}
-		case *jsonschema.Schema:
-			if ap.Bool == nil || *ap.Bool {
-				return true
+				return p, true
 			}
 		}
 	}
-	return false
+	for _, s := range schemas(is.root) {
+		switch ap := s.AdditionalProperties.(type) {
+		case bool:
+			if ap {
+				return nil, true
+			}
+		case *jsonschema.Schema:
+			if ap.Bool == nil || *ap.Bool {
+				return ap, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // typesOf are the JSON types a property's schema accepts (its type, or
@@ -231,12 +234,13 @@ func (is *inputSchema) setPairs(tool string, args map[string]any, pairs []string
 		if !ok || k == "" {
 			return usageErr("--arg wants KEY=VALUE, not %q", kv)
 		}
-		var types []string
-		if p, ok := is.property(k); ok {
-			types = typesOf(p)
-		} else if !is.allows(k) {
-			return is.unknownArgument(tool, k)
+		p, ok := is.property(k)
+		if !ok {
+			if p, ok = is.allows(k); !ok {
+				return is.unknownArgument(tool, k)
+			}
 		}
+		types := typesOf(p)
 		val, err := coerce(v, types)
 		if err != nil {
 			return usageErr("--arg %s: %v", kv, err)
@@ -249,11 +253,16 @@ func (is *inputSchema) setPairs(tool string, args map[string]any, pairs []string
 // coerce types the VALUE of a --arg by the types its property accepts.
 func coerce(v string, types []string) (any, error) {
 	if len(types) == 0 {
-		var parsed any
-		if json.Unmarshal([]byte(v), &parsed) == nil {
-			return parsed, nil
+		if !json.Valid([]byte(v)) || uniqueKeys([]byte(v)) != nil {
+			return v, nil
 		}
-		return v, nil
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.UseNumber() // numbers exactly as written
+		var parsed any
+		if dec.Decode(&parsed) != nil {
+			return v, nil
+		}
+		return parsed, nil
 	}
 	if slices.Contains(types, "string") {
 		return v, nil
@@ -393,7 +402,10 @@ func (is *inputSchema) check(tool string, args map[string]any) error {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		if _, ok := is.property(k); !ok && !is.allows(k) {
+		if _, ok := is.property(k); ok {
+			continue
+		}
+		if _, ok := is.allows(k); !ok {
 			return is.unknownArgument(tool, k)
 		}
 	}

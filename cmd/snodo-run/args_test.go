@@ -149,6 +149,15 @@ func TestArgumentNamesAllowedBySchema(t *testing.T) {
 			t.Errorf("%s: check: %v", raw, err)
 		}
 	}
+	// The schema that allows other names types their values too.
+	is := mustSchema(t, `{"type":"object","patternProperties":{"^x-":{"type":"integer"}},"additionalProperties":{"type":"boolean"}}`)
+	if err := is.setPairs("t", map[string]any{}, []string{"x-n=abc"}); err == nil || !strings.Contains(err.Error(), "not an integer") {
+		t.Errorf("pattern property: %v, want not an integer", err)
+	}
+	args := map[string]any{}
+	if err := is.setPairs("t", args, []string{"other=true"}); err != nil || args["other"] != true {
+		t.Errorf("additional property: %v %v, want true", err, args)
+	}
 }
 
 // A server's schema cannot make snodo-run read files or fetch URLs.
@@ -157,6 +166,15 @@ func TestInputSchemaRefsStayInside(t *testing.T) {
 		_, err := compileInputSchema(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"` + ref + `"}}}`))
 		if err == nil || !strings.Contains(err.Error(), "must be self-contained") {
 			t.Errorf("$ref %s: %v, want a refusal", ref, err)
+		}
+	}
+}
+
+// A schema that is not one is reported, for --no-validate to get past.
+func TestBrokenInputSchemaIsAnError(t *testing.T) {
+	for _, raw := range []string{`{"type":"nope"}`, `{"properties":[]}`, `{not json`, `{"$schema":"https://example.com/my-draft"}`} {
+		if _, err := compileInputSchema(json.RawMessage(raw)); err == nil {
+			t.Errorf("schema %s compiled", raw)
 		}
 	}
 }
