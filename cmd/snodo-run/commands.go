@@ -157,13 +157,18 @@ func (a *app) toolsCmd() *cobra.Command {
 	}
 	var argPairs []string
 	var argsJSON string
+	var noValidate bool
 	call := &cobra.Command{
 		Use:   "call NAME",
 		Short: "Call a tool; the server's questions go to the handlers, its progress to the display",
 		Long: `call calls the tool NAME with arguments from --args (a JSON object, inline or
 @FILE, @- for stdin) and --arg KEY=VALUE pairs (which win). A VALUE is typed
-by the tool's input schema: a string property takes it as it is, any other
-property parses it as JSON.
+by the tool's input schema: a string property takes it as it is; a number
+or integer property takes a number (n=3 sends 3), a boolean property true
+or false, an object or array property JSON (tags='["a","b"]'). A KEY the
+schema does not name, a VALUE that does not fit, and arguments that do not
+fit the schema (a required one missing) are errors (exit 2) before the
+call; --no-validate sends the arguments unchecked.
 
 A result with isError set is printed, and the exit code is 1.`,
 		Example: `  snodo-run tools call echo --arg text=hello -- ./demo
@@ -183,19 +188,8 @@ A result with isError set is printed, and the exit code is 1.`,
 				return err
 			}
 			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				if len(argPairs) > 0 {
-					var schema json.RawMessage
-					tools, err := a.listTools(ctx, rt)
-					if err == nil {
-						for _, t := range tools {
-							if t.Name == name {
-								schema = t.InputSchema
-							}
-						}
-					}
-					if err := setPairs(arguments, argPairs, schema); err != nil {
-						return err
-					}
+				if err := a.toolArguments(ctx, rt, name, arguments, argPairs, noValidate); err != nil {
+					return err
 				}
 				var res *snodo.CallToolResult
 				err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
@@ -218,6 +212,8 @@ A result with isError set is printed, and the exit code is 1.`,
 	}
 	call.Flags().StringArrayVar(&argPairs, "arg", nil, "`KEY=VALUE` argument; repeatable")
 	call.Flags().StringVar(&argsJSON, "args", "", "arguments as a JSON object, or @FILE (@- for stdin)")
+	call.Flags().BoolVar(&noValidate, "no-validate", false, "send the arguments without checking them against the tool's input schema")
+	a.saveFlag(call)
 	tools.AddCommand(list, call)
 	return tools
 }
@@ -317,6 +313,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 			})
 		},
 	}
+	a.saveFlag(read)
 	res.AddCommand(list, templates, read)
 	return res
 }
@@ -392,6 +389,7 @@ func (a *app) promptsCmd() *cobra.Command {
 		},
 	}
 	get.Flags().StringArrayVar(&argPairs, "arg", nil, "`KEY=VALUE` argument; repeatable")
+	a.saveFlag(get)
 	prompts.AddCommand(list, get)
 	return prompts
 }

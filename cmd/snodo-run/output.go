@@ -16,6 +16,9 @@ import (
 
 // print writes v to stdout in the chosen format.
 func (a *app) print(v any) error {
+	if err := a.saveContent(v); err != nil {
+		return err
+	}
 	switch a.settings.output {
 	case "text":
 		return renderText(a.stdout, v)
@@ -211,6 +214,10 @@ func writeContent(w io.Writer, blocks []snodo.Content) {
 		case snodo.ContentText:
 			fmt.Fprintln(w, c.Text)
 		case snodo.ContentImage, snodo.ContentAudio:
+			if p := savedPath(c.Extra); p != "" {
+				fmt.Fprintf(w, "[%s %s, saved to %s]\n", c.Type, c.MIMEType, p)
+				continue
+			}
 			fmt.Fprintf(w, "[%s %s, %d bytes base64]\n", c.Type, c.MIMEType, len(c.Data))
 		case snodo.ContentResourceLink:
 			fmt.Fprintf(w, "[link %s %s]\n", c.URI, c.Name)
@@ -229,6 +236,8 @@ func writeResource(w io.Writer, c *snodo.ResourceContents) {
 	switch {
 	case c.Text != nil:
 		fmt.Fprintf(w, "--- %s\n%s\n", c.URI, *c.Text)
+	case savedPath(c.Extra) != "":
+		fmt.Fprintf(w, "--- %s [%s, saved to %s]\n", c.URI, c.MIMEType, savedPath(c.Extra))
 	default:
 		fmt.Fprintf(w, "--- %s [%s, %d bytes base64]\n", c.URI, c.MIMEType, len(c.Blob))
 	}

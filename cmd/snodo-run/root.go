@@ -33,6 +33,8 @@ type app struct {
 	settings   *settings
 	logger     *slog.Logger
 	progress   *progressView
+	result     *resultFile // --output-file
+	saveDir    string      // --save
 }
 
 // stdinReader is what jsonArg reads for "@-".
@@ -58,6 +60,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	a.root.SetOut(stdout)
 	a.root.SetErr(stderr)
 	err := a.root.ExecuteContext(ctx)
+	err = a.closeResultFile(err)
 	if err == nil {
 		return exitOK
 	}
@@ -142,6 +145,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.StringArray("env", nil, "`K=V` set in the server's environment; repeatable")
 	f.String("cd", "", "working directory of the server")
 	f.StringP("output", "o", "json", "output format: json, pretty or text")
+	f.String("output-file", "", "write the result to `FILE` (replaced whole, once the command has printed) instead of stdout")
 	f.BoolP("verbose", "v", false, "structured logs (log/slog) and progress lines on stderr")
 	f.Bool("server-stderr", false, "show the server's stderr (hidden by default; its tail is shown when it fails)")
 	f.Duration("shutdown-grace", runner.DefaultShutdownGrace, "how long the server has to exit after stdin closes, and again after SIGTERM")
@@ -165,6 +169,9 @@ func (a *app) newRoot() *cobra.Command {
 
 // prepare resolves the settings before any command runs.
 func (a *app) prepare(cmd *cobra.Command, _ []string) error {
+	if err := a.openOutputs(cmd); err != nil {
+		return err
+	}
 	if cmd.Name() == "version" || cmd.Name() == "help" || strings.HasPrefix(cmd.Name(), "__complete") ||
 		(cmd.Parent() != nil && cmd.Parent().Name() == "completion") {
 		return nil
