@@ -257,3 +257,44 @@ func readAudit(t *testing.T, path string) []map[string]any {
 	}
 	return out
 }
+
+// The host's notifications/cancelled cancels the forwarded call: the
+// proxy does not answer it, and the audit log says it was cancelled.
+func TestProxyHostCancelsForwardedCall(t *testing.T) {
+	for _, hostEra := range []string{"legacy", "modern"} {
+		for _, serverEra := range eras {
+			t.Run("host "+hostEra+", server "+serverEra, func(t *testing.T) {
+				audit := filepath.Join(t.TempDir(), "audit.jsonl")
+				h := startProxyHost(t, hostEra, "proxy", "--audit", audit, "--", demo, "--era", serverEra)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				params := &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"steps": 1000, "delay_ms": 10}}
+				params.SetProgressToken("cancel-me")
+				done := make(chan error, 1)
+				go func() {
+					_, err := h.session.CallTool(ctx, params)
+					done <- err
+				}()
+				<-h.progress // the call is running on the server
+				cancel()
+				if err := <-done; err == nil {
+					t.Errorf("the cancelled call succeeded")
+				}
+				// A later call is served: the proxy went on.
+				if r, err := h.call("echo", map[string]any{"text": "after"}); err != nil || resultText(r) != "after" {
+					t.Errorf("echo after the cancellation: %v %+v", err, r)
+				}
+				h.close()
+				for _, rec := range readAudit(t, audit) {
+					if rec["tool"] == "count" {
+						if rec["cancelled"] != true {
+							t.Errorf("cancelled call audited as %v", rec)
+						}
+						return
+					}
+				}
+				t.Errorf("the cancelled call is not in the audit log")
+			})
+		}
+	}
+}

@@ -364,14 +364,11 @@ func (p *Proxy) onRequest(req *jsonrpc.Request) {
 		p.mu.Lock()
 		delete(p.inflight, req.ID)
 		p.mu.Unlock()
-		if ctx.Err() != nil && p.life.Err() == nil {
-			// Cancelled by the host: MCP's receiver of a cancellation
-			// does not respond.
+		if ctx.Err() != nil {
+			// Cancelled by the host, or the host is gone: MCP's receiver
+			// of a cancellation does not respond.
 			hr.rec.Cancelled = true
 			p.audit.write(hr.rec, hr.started)
-			return
-		}
-		if p.life.Err() != nil {
 			return
 		}
 		p.finish(hr, res, err)
