@@ -233,7 +233,13 @@ func (ex *exchange) inputRequired(batch []*input) (json.RawMessage, error) {
 		reqs[in.key] = inputRequest{in.method, params}
 	}
 	ex.attached = false
-	ex.expire = time.AfterFunc(ex.p.cfg.ResumeTimeout, func() {
+	wait := ex.p.cfg.ResumeTimeout
+	select {
+	case <-ex.p.hostGone: // no retry can come
+		wait = 0
+	default:
+	}
+	ex.expire = time.AfterFunc(wait, func() {
 		ex.cancel(errResumeExpired)
 		ex.p.dropExchange(ex)
 	})
@@ -285,11 +291,13 @@ func (ex *exchange) ask(ctx context.Context, method string, params json.RawMessa
 			return context.Cause(ctx)
 		}
 		return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("%s: the host request that was to carry it ended", method), Cause: context.Cause(ex.ctx)}
+			Message: fmt.Sprintf("%s: the host request that was to carry it ended, or the host closed the connection", method)}
 	}
 	select {
 	case ex.inputs <- in:
 	case <-ctx.Done():
+		return nil, ended()
+	case <-ex.p.hostGone:
 		return nil, ended()
 	case <-ex.ctx.Done():
 		return nil, ended()
@@ -298,6 +306,8 @@ func (ex *exchange) ask(ctx context.Context, method string, params json.RawMessa
 	case r := <-in.answer:
 		return r, nil
 	case <-ctx.Done():
+		return nil, ended()
+	case <-ex.p.hostGone:
 		return nil, ended()
 	case <-ex.ctx.Done():
 		return nil, ended()
@@ -332,6 +342,25 @@ func (p *Proxy) dropExchange(ex *exchange) {
 		delete(p.exchanges, ex.state)
 	}
 	p.mu.Unlock()
+}
+
+// dropDetached cancels the calls waiting for a retry, when the host's
+// input has ended.
+func (p *Proxy) dropDetached() {
+	p.mu.Lock()
+	var detached []*exchange
+	for _, ex := range p.exchanges {
+		ex.mu.Lock()
+		if !ex.attached {
+			detached = append(detached, ex)
+		}
+		ex.mu.Unlock()
+	}
+	p.mu.Unlock()
+	for _, ex := range detached {
+		ex.cancel(errHostGone)
+		p.dropExchange(ex)
+	}
 }
 
 // dropAll forgets every exchange, when Serve ends.

@@ -90,6 +90,12 @@ func (p *Proxy) route(ctx context.Context, method string, params json.RawMessage
 		return nil, context.Cause(ctx)
 	}
 	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	select {
+	case <-p.hostGone:
+		rec.Decision = DecisionDeny
+		return nil, noHandler(method, "and the host has closed the connection")
+	default:
+	}
 	p.mu.Lock()
 	legacy, caps := p.hostInit, p.hostCaps
 	if ex == nil && !legacy {
@@ -148,7 +154,7 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 		forget()
 		p.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "the server no longer needs the answer"})
 		return nil, context.Cause(ctx)
-	case <-p.life.Done():
+	case <-p.hostGone:
 		forget()
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: method + ": the host closed the connection"}
 	}

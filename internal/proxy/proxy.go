@@ -119,8 +119,11 @@ type Proxy struct {
 	life    context.Context // ends when Serve returns
 	endLife context.CancelCauseFunc
 	ready   chan struct{} // closed once Serve has the client
-	wg      sync.WaitGroup
-	slots   chan struct{}
+	// hostGone is closed when the host's input has ended: nothing more
+	// can be asked of the host.
+	hostGone chan struct{}
+	wg       sync.WaitGroup
+	slots    chan struct{}
 
 	mu        sync.Mutex
 	inflight  map[jsonrpc.ID]context.CancelCauseFunc // host requests being served
@@ -148,6 +151,7 @@ func New(cfg Config, in io.Reader, out io.Writer) *Proxy {
 		cfg: cfg, log: cfg.Logger, in: in, out: out,
 		audit:     &auditLog{w: cfg.Audit},
 		ready:     make(chan struct{}),
+		hostGone:  make(chan struct{}),
 		slots:     make(chan struct{}, cfg.MaxInFlight),
 		inflight:  map[jsonrpc.ID]context.CancelCauseFunc{},
 		pending:   map[jsonrpc.ID]chan *jsonrpc.Response{},
@@ -164,8 +168,11 @@ func New(cfg Config, in io.Reader, out io.Writer) *Proxy {
 var errHostGone = errors.New("the host closed the connection")
 
 // Serve serves the host until its input ends (EOF: nil), reading fails,
-// or ctx ends. Requests still in flight are then cancelled, on the server
-// too, and Serve returns once they have finished. client must be
+// or ctx ends. At the end of the input, the requests in flight are still
+// answered, except that what they would ask of the host fails, and calls
+// waiting for a 2026-07-28 host's retry are cancelled; when ctx ends, every
+// request in flight is cancelled, on the server too. Serve returns once
+// they have finished. client must be
 // connected; Serve does not close it.
 //
 // When ctx ends first, Serve returns without waiting for a read of the
@@ -178,14 +185,19 @@ func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
 	var err error
 	select {
 	case err = <-readErr:
+		// The host's input ended: the requests in flight are still
+		// answered, but nothing more can be asked of the host.
 	case <-ctx.Done():
 		err = nil // a signal is how a host stops a stdio server
+		p.endLife(errHostGone)
 	}
 	p.mu.Lock()
 	p.closed = true
+	close(p.hostGone)
 	p.mu.Unlock()
-	p.endLife(errHostGone)
+	p.dropDetached()
 	p.wg.Wait()
+	p.endLife(errHostGone)
 	p.dropAll()
 	return err
 }
