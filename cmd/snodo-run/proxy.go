@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/proxy"
+	"github.com/snodo/snodo/runner"
+)
+
+const proxyLong = `proxy speaks MCP on its own stdin and stdout to a host (a desktop app, an
+agent framework) and forwards to the server after --, through Snodo's
+client: tools, resources, prompts, completion, logging, ping, progress
+(with the host's progress token) and cancellation pass through. The host
+may open with initialize (2024-11-05 … 2025-11-25) or speak 2026-07-28
+(server/discover, _meta on every request); the server side is whatever
+--protocol negotiates.
+
+What the server asks of the client (elicitation/create,
+sampling/createMessage, roots/list) is answered by the --handler Wasm
+modules; a method no module answers is forwarded to the host: as a request
+on the host connection to a host that opened with initialize, as the input
+requests of an input_required result to a 2026-07-28 host (the forwarded
+call stays open on the server until the host retries, or until
+--resume-timeout). A host that did not declare the capability gets -32601
+naming the missing handler.
+
+The guard applies: a tools/call of a tool --allow-tool/--deny-tool refuse
+is answered with a JSON-RPC error (-32602), and such tools are left out of
+tools/list. --audit FILE appends one JSON line per request: time,
+direction, method, tool, decision (allow or deny), durationMs, errorCode.
+
+The proxy runs until its stdin ends (the host closed it), then shuts the
+server down in order. Nothing but MCP messages is written to stdout; logs
+(--verbose) go to stderr.`
+
+func (a *app) proxyCmd() *cobra.Command {
+	var auditPath string
+	var maxInFlight int
+	var resume time.Duration
+	cmd := &cobra.Command{
+		Use:   "proxy [--audit FILE] -- SERVER [SERVER ARGS…]",
+		Short: "Serve MCP on stdio to a host, forwarding to the server with Wasm handlers, the guard and an audit log",
+		Long:  proxyLong,
+		Example: `  # In a host's mcpServers config: command snodo-run, args as below
+  snodo-run --handler elicit.wasm --deny-tool 'delete_*' proxy --audit audit.jsonl -- ./demo
+
+  # Forward every server request to the host, guard only
+  snodo-run --allow-tool 'read_*' proxy -- npx -y @modelcontextprotocol/server-everything`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s := a.settings
+			if s.runner.Server.Command == "" {
+				return usageErr("no server: give its command after --, or --server NAME (mcpServers in the config file), or server.command in the config file")
+			}
+			cfg := proxy.Config{Logger: a.logger, MaxLineBytes: s.runner.MaxLineBytes, MaxInFlight: maxInFlight, ResumeTimeout: resume}
+			if len(s.allow) > 0 || len(s.deny) > 0 {
+				cfg.AllowTool = a.toolAllowed
+			}
+			if auditPath != "" {
+				f, err := os.OpenFile(auditPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+				if err != nil {
+					return configErr("--audit: %v", err)
+				}
+				defer f.Close()
+				cfg.Audit = f
+			}
+			p := proxy.New(cfg, a.stdin, a.stdout)
+			covered, err := a.wasmMethods()
+			if err != nil {
+				return err
+			}
+			native := map[string]snodo.Handler{}
+			for m, h := range s.runner.Native {
+				native[m] = h
+			}
+			for _, m := range []string{snodo.MethodElicit, snodo.MethodCreateMessage, snodo.MethodListRoots} {
+				if !covered[m] && native[m] == nil {
+					native[m] = p
+				}
+			}
+			s.runner.Native = native
+			if native[snodo.MethodElicit] == p {
+				// The host decides which modes it takes.
+				s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL))
+			}
+			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
+			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+				a.logger.Debug("proxy serving", "era", rt.Client().Era(), "version", rt.Client().ProtocolVersion(), "forwarded", forwardedMethods(native, p))
+				return p.Serve(ctx, rt.Client())
+			})
+		},
+	}
+	cmd.Flags().StringVar(&auditPath, "audit", "", "append one JSON line per request to `FILE`")
+	cmd.Flags().IntVar(&maxInFlight, "max-host-requests", proxy.DefaultMaxInFlight, "most host requests served at once; more are answered -32603")
+	cmd.Flags().DurationVar(&resume, "resume-timeout", proxy.DefaultResumeTimeout, "how long a call waits for a 2026-07-28 host's retry after input_required")
+	return cmd
+}
+
+// wasmMethods are the methods the --handler modules answer: those given
+// with METHOD=, or else those each module declares.
+func (a *app) wasmMethods() (map[string]bool, error) {
+	covered := map[string]bool{}
+	for _, h := range a.settings.runner.Handlers {
+		methods := h.Methods
+		if len(methods) == 0 {
+			rep, err := runner.CheckModule(a.ctx, h.ModuleConfig, a.settings.runner.CacheDir)
+			if err != nil {
+				return nil, handlerErr(err)
+			}
+			methods = rep.Manifest.Methods
+		}
+		for _, m := range methods {
+			covered[m] = true
+		}
+	}
+	return covered, nil
+}
+
+func forwardedMethods(native map[string]snodo.Handler, p *proxy.Proxy) []string {
+	var out []string
+	for m, h := range native {
+		if h == p {
+			out = append(out, m)
+		}
+	}
+	return out
+}

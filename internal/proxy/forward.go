@@ -1,0 +1,161 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// capabilities are the client capabilities a host declares (initialize's
+// capabilities, or a 2026-07-28 request's
+// _meta["io.modelcontextprotocol/clientCapabilities"]), as far as
+// forwarding needs them.
+type capabilities struct {
+	Elicitation json.RawMessage `json:"elicitation,omitempty"`
+	Sampling    json.RawMessage `json:"sampling,omitempty"`
+	Roots       json.RawMessage `json:"roots,omitempty"`
+}
+
+// declares reports whether the host declared the capability method needs.
+func (c capabilities) declares(method string) bool {
+	present := func(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
+	switch method {
+	case snodo.MethodElicit:
+		return present(c.Elicitation)
+	case snodo.MethodCreateMessage:
+		return present(c.Sampling)
+	case snodo.MethodListRoots:
+		return present(c.Roots)
+	}
+	return false
+}
+
+func capabilityName(method string) string {
+	switch method {
+	case snodo.MethodElicit:
+		return "elicitation"
+	case snodo.MethodCreateMessage:
+		return "sampling"
+	case snodo.MethodListRoots:
+		return "roots"
+	}
+	return method
+}
+
+// exchangeKey is the context key of the exchange a forwarded call belongs
+// to: the client passes the call's context to the handlers of its input
+// requests (2026-07-28 server).
+type exchangeKey struct{}
+
+// HandleRequest implements snodo.Handler: it forwards what the server
+// asks of the client to the host.
+//
+//   - A 2026-07-28 server's input request belongs to the call that got
+//     it; when that call serves a 2026-07-28 host request, the input goes
+//     to the host in an input_required result of that request.
+//   - Otherwise, a host that opened with initialize gets it as a
+//     server-to-client request.
+//   - Otherwise (a legacy server's request while only 2026-07-28 host
+//     requests are in flight), it goes to the oldest host request waiting
+//     for a multi round-trip capable call, as input of that request.
+//
+// A host that did not declare the capability, or no host request to carry
+// the input, is answered -32601 naming the missing handler.
+func (p *Proxy) HandleRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	started := time.Now()
+	rec := AuditRecord{Direction: DirServerToHost, Method: method, Decision: DecisionAllow}
+	res, err := p.route(ctx, method, params, &rec)
+	if err != nil {
+		var je *jsonrpc.Error
+		if e, ok := err.(*jsonrpc.Error); ok {
+			je = e
+		} else {
+			je = &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: err.Error(), Cause: err}
+		}
+		rec.ErrorCode = je.Code
+		err = je
+	}
+	p.audit.write(rec, started)
+	return res, err
+}
+
+func (p *Proxy) route(ctx context.Context, method string, params json.RawMessage, rec *AuditRecord) (json.RawMessage, error) {
+	select {
+	case <-p.ready:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	select {
+	case <-p.hostGone:
+		rec.Decision = DecisionDeny
+		return nil, noHandler(method, "and the host has closed the connection")
+	default:
+	}
+	p.mu.Lock()
+	legacy, caps := p.hostInit, p.hostCaps
+	if ex == nil && !legacy {
+		ex = p.oldestExchangeLocked()
+	}
+	p.mu.Unlock()
+	if ex != nil {
+		caps = ex.capabilities()
+	} else if !legacy {
+		rec.Decision = DecisionDeny
+		return nil, noHandler(method, "and no host request is in flight to carry it to the host")
+	}
+	if !caps.declares(method) {
+		rec.Decision = DecisionDeny
+		return nil, noHandler(method, fmt.Sprintf("and the host did not declare the %s capability", capabilityName(method)))
+	}
+	if ex != nil {
+		return ex.ask(ctx, method, params)
+	}
+	return p.askHost(ctx, method, params)
+}
+
+func noHandler(method, why string) *jsonrpc.Error {
+	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeMethodNotFound,
+		Message: fmt.Sprintf("%s: no Wasm handler module is configured for it (--handler), %s", method, why)}
+}
+
+// askHost sends the host a server-to-client request and waits for its
+// answer. When ctx ends first (the server cancelled its request, the call
+// timed out), the host is told with notifications/cancelled.
+func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	ch := make(chan *jsonrpc.Response, 1)
+	p.mu.Lock()
+	p.nextID++
+	id := jsonrpc.StringID(fmt.Sprintf("snodo-proxy-%d", p.nextID))
+	p.pending[id] = ch
+	p.mu.Unlock()
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	p.writeMsg(&jsonrpc.Request{ID: id, Method: method, Params: params})
+	forget := func() {
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			e := *r.Error
+			e.Kind = jsonrpc.KindHandler
+			return nil, &e
+		}
+		return r.Result, nil
+	case <-ctx.Done():
+		forget()
+		p.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "the server no longer needs the answer"})
+		return nil, context.Cause(ctx)
+	case <-p.hostGone:
+		forget()
+		return nil, &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: method + ": the host closed the connection"}
+	}
+}

@@ -1,0 +1,640 @@
+// Package proxy serves MCP to a host on one newline-delimited JSON-RPC
+// connection (snodo-run proxy: its own stdin and stdout) and forwards what
+// the host asks to an MCP server through a Snodo client. It is the
+// engine of `snodo-run proxy`.
+//
+// Both protocol eras are served to the host: the initialize handshake
+// (2024-11-05 … 2025-11-25) and the stateless 2026-07-28 revision, chosen
+// per request (a request whose _meta carries
+// io.modelcontextprotocol/protocolVersion is modern). The server side is
+// whatever the client negotiated.
+//
+// The proxy applies a tool guard (a denied tools/call is answered with a
+// JSON-RPC error, denied tools are left out of tools/list) and writes an
+// audit log of JSON lines.
+//
+// What the server asks of the client (elicitation/create,
+// sampling/createMessage, roots/list) is answered by the client's
+// handlers: the Wasm modules configured for a method, and for the other
+// methods the proxy itself (Proxy implements snodo.Handler), which
+// forwards the request to the host:
+//
+//   - to a host that opened with initialize, as a server-to-client request
+//     on the host connection, with an ID of the proxy's own ("snodo-proxy-N");
+//     the host's response is matched by that ID, and a server that cancels
+//     its request makes the proxy send the host notifications/cancelled;
+//   - to a 2026-07-28 host, as the input requests of an input_required
+//     result to the host request that is being served (see exchange.go).
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// The protocol versions the proxy serves to a host.
+var (
+	legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	modernVersions = []string{"2026-07-28"}
+)
+
+// Reserved _meta keys of the 2026-07-28 revision.
+const (
+	metaPrefix             = "io.modelcontextprotocol/"
+	metaProtocolVersion    = metaPrefix + "protocolVersion"
+	metaClientCapabilities = metaPrefix + "clientCapabilities"
+	metaServerInfo         = metaPrefix + "serverInfo"
+	metaLogLevel           = metaPrefix + "logLevel"
+	metaProgressToken      = "progressToken"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxInFlight   = 64
+	DefaultResumeTimeout = 5 * time.Minute
+)
+
+// forwarded are the host methods passed through to the server.
+var forwarded = map[string]bool{
+	"tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"prompts/list": true, "prompts/get": true,
+	"completion/complete": true, "logging/setLevel": true,
+}
+
+// multiRound are the methods whose 2026-07-28 result may be input_required.
+var multiRound = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// Config configures a Proxy.
+type Config struct {
+	// AllowTool is the guard: whether a tool may be listed and called. nil
+	// allows every tool. When set, a tools/call whose tool name cannot be
+	// told for sure is refused.
+	AllowTool func(name string) bool
+
+	// Audit receives one JSON line per request the proxy handles (see
+	// AuditRecord); nil writes none. Writes are serialized.
+	Audit io.Writer
+
+	// Logger receives the proxy's own logs; nil discards them.
+	Logger *slog.Logger
+
+	// MaxLineBytes is the longest line accepted from the host (default
+	// jsonrpc.DefaultMaxLineBytes). A longer line is answered with an
+	// error and skipped.
+	MaxLineBytes int
+
+	// MaxInFlight is the most host requests served at once (default
+	// DefaultMaxInFlight); a request over it is answered -32603 at once.
+	MaxInFlight int
+
+	// ResumeTimeout is how long a forwarded call that returned
+	// input_required to a 2026-07-28 host waits for the host's retry
+	// before it is cancelled on the server (default DefaultResumeTimeout).
+	ResumeTimeout time.Duration
+}
+
+// Proxy serves one host connection. New makes one; Serve runs it.
+type Proxy struct {
+	cfg    Config
+	log    *slog.Logger
+	in     io.Reader
+	out    io.Writer
+	audit  *auditLog
+	client *snodo.Client
+
+	wmu sync.Mutex // serializes writes to out
+
+	life    context.Context // ends when Serve returns
+	endLife context.CancelCauseFunc
+	ready   chan struct{} // closed once Serve has the client
+	// hostGone is closed when the host's input has ended: nothing more
+	// can be asked of the host.
+	hostGone chan struct{}
+	wg       sync.WaitGroup
+	slots    chan struct{}
+
+	mu        sync.Mutex
+	inflight  map[jsonrpc.ID]context.CancelCauseFunc // host requests being served
+	pending   map[jsonrpc.ID]chan *jsonrpc.Response  // proxy requests to the host
+	nextID    int64
+	exchanges map[string]*exchange // by requestState
+	hostInit  bool                 // the host opened with initialize
+	hostCaps  capabilities         // from initialize
+	hostVer   string
+	closed    bool // Serve is ending: no more goroutines
+}
+
+// New returns a proxy that reads the host's messages from in and writes
+// its own to out. Give it, as the client's handler, to the methods no Wasm
+// module answers, and its OnLog and OnNotification to the client; then
+// call Serve with the connected client.
+func New(cfg Config, in io.Reader, out io.Writer) *Proxy {
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.ResumeTimeout <= 0 {
+		cfg.ResumeTimeout = DefaultResumeTimeout
+	}
+	p := &Proxy{
+		cfg: cfg, log: cfg.Logger, in: in, out: out,
+		audit:     &auditLog{w: cfg.Audit},
+		ready:     make(chan struct{}),
+		hostGone:  make(chan struct{}),
+		slots:     make(chan struct{}, cfg.MaxInFlight),
+		inflight:  map[jsonrpc.ID]context.CancelCauseFunc{},
+		pending:   map[jsonrpc.ID]chan *jsonrpc.Response{},
+		exchanges: map[string]*exchange{},
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.life, p.endLife = context.WithCancelCause(context.Background())
+	return p
+}
+
+// errHostGone ends the proxy's work when the host connection ends.
+var errHostGone = errors.New("the host closed the connection")
+
+// Serve serves the host until its input ends (EOF: nil), reading fails,
+// or ctx ends. At the end of the input, the requests in flight are still
+// answered, except that what they would ask of the host fails, and calls
+// waiting for a 2026-07-28 host's retry are cancelled; when ctx ends, every
+// request in flight is cancelled, on the server too. Serve returns once
+// they have finished. client must be
+// connected; Serve does not close it.
+//
+// When ctx ends first, Serve returns without waiting for a read of the
+// host's input blocked in progress: close the input to end it.
+func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
+	p.client = client
+	close(p.ready)
+	readErr := make(chan error, 1)
+	go func() { readErr <- p.readLoop() }()
+	var err error
+	select {
+	case err = <-readErr:
+		// The host's input ended: the requests in flight are still
+		// answered, but nothing more can be asked of the host.
+	case <-ctx.Done():
+		err = nil // a signal is how a host stops a stdio server
+		p.endLife(errHostGone)
+	}
+	p.mu.Lock()
+	p.closed = true
+	close(p.hostGone)
+	p.mu.Unlock()
+	p.dropDetached()
+	p.wg.Wait()
+	p.endLife(errHostGone)
+	p.dropAll()
+	return err
+}
+
+// readLoop reads and dispatches the host's messages until EOF.
+func (p *Proxy) readLoop() error {
+	lr := jsonrpc.NewLineReader(p.in, p.cfg.MaxLineBytes)
+	for {
+		line, err := lr.ReadLine()
+		if err != nil {
+			var tl *jsonrpc.LineTooLongError
+			if errors.As(err, &tl) {
+				p.log.Warn("host line too long", "bytes", tl.Bytes, "limit", tl.Limit)
+				p.writeMsg(jsonrpc.NewErrorResponse(jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+					Message: fmt.Sprintf("line of %d bytes is longer than the limit of %d bytes", tl.Bytes, tl.Limit)}))
+				continue
+			}
+			if errors.Is(err, io.EOF) || p.life.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		msg, err := jsonrpc.Decode(line)
+		if err != nil {
+			je := &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "invalid JSON"}
+			var de *jsonrpc.Error
+			if errors.As(err, &de) {
+				je = &jsonrpc.Error{Code: de.Code, Message: de.Message}
+			}
+			p.writeMsg(jsonrpc.NewErrorResponse(jsonrpc.ID{}, je))
+			continue
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			p.onRequest(m)
+		case *jsonrpc.Notification:
+			p.onNotification(m)
+		case *jsonrpc.Response:
+			p.onResponse(m)
+		}
+	}
+}
+
+// writeMsg writes one message as one line; a failed write ends the proxy.
+func (p *Proxy) writeMsg(m jsonrpc.Message) {
+	b, err := jsonrpc.Append(make([]byte, 0, 256), m)
+	if err != nil {
+		p.log.Warn("cannot encode a message for the host", "error", err)
+		if r, ok := m.(*jsonrpc.Response); ok {
+			p.writeMsg(jsonrpc.NewErrorResponse(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server's answer could not be encoded"}))
+		}
+		return
+	}
+	b = append(b, '\n')
+	p.wmu.Lock()
+	_, err = p.out.Write(b)
+	p.wmu.Unlock()
+	if err != nil {
+		p.endLife(fmt.Errorf("writing to the host: %w", err))
+	}
+}
+
+func (p *Proxy) notify(method string, params any) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return
+	}
+	p.writeMsg(&jsonrpc.Notification{Method: method, Params: raw})
+}
+
+// onNotification handles the host's notifications.
+func (p *Proxy) onNotification(n *jsonrpc.Notification) {
+	switch n.Method {
+	case "notifications/cancelled":
+		var c struct {
+			RequestID jsonrpc.ID `json:"requestId"`
+			Reason    string     `json:"reason"`
+		}
+		if json.Unmarshal(n.Params, &c) != nil || !c.RequestID.IsValid() {
+			return
+		}
+		p.mu.Lock()
+		cancel := p.inflight[c.RequestID]
+		p.mu.Unlock()
+		if cancel != nil {
+			reason := c.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			cancel(fmt.Errorf("cancelled by the host: %s", reason))
+		}
+	case "notifications/roots/list_changed":
+		p.spawn(func() { _ = p.client.Notify(p.life, n.Method, n.Params) })
+	}
+	// notifications/initialized and the rest need nothing.
+}
+
+// onResponse hands the host's response to the proxy request waiting for it.
+func (p *Proxy) onResponse(r *jsonrpc.Response) {
+	p.mu.Lock()
+	ch := p.pending[r.ID]
+	delete(p.pending, r.ID)
+	p.mu.Unlock()
+	if ch != nil {
+		ch <- r
+	}
+}
+
+// hostRequest is one request of the host being served.
+type hostRequest struct {
+	req     *jsonrpc.Request
+	params  map[string]json.RawMessage // nil when absent
+	meta    map[string]json.RawMessage // params._meta, nil when absent
+	modern  bool
+	started time.Time
+	rec     AuditRecord
+}
+
+// onRequest answers at once what needs no server, and serves the rest in
+// a goroutine of its own, under the in-flight limit.
+func (p *Proxy) onRequest(req *jsonrpc.Request) {
+	hr := &hostRequest{req: req, started: time.Now()}
+	hr.rec = AuditRecord{Direction: DirHostToServer, Method: req.Method, ID: req.ID.String(), Decision: DecisionAllow}
+	if err := hr.decode(); err != nil {
+		p.finish(hr, nil, err)
+		return
+	}
+	if hr.modern {
+		var v string
+		_ = json.Unmarshal(hr.meta[metaProtocolVersion], &v)
+		if !contains(modernVersions, v) {
+			data, _ := json.Marshal(map[string]any{"supported": modernVersions, "requested": v})
+			p.finish(hr, nil, &jsonrpc.Error{Code: jsonrpc.CodeUnsupportedProtocolVersion,
+				Message: fmt.Sprintf("unsupported protocol version %q", v), Data: data})
+			return
+		}
+	}
+	switch req.Method {
+	case "ping":
+		p.finish(hr, json.RawMessage(`{}`), nil)
+		return
+	case "initialize":
+		res, err := p.initialize(hr)
+		p.finish(hr, res, err)
+		return
+	case "server/discover":
+		res, err := p.discover()
+		p.finish(hr, res, err)
+		return
+	}
+	if !forwarded[req.Method] {
+		p.finish(hr, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not served by the Snodo proxy", req.Method)})
+		return
+	}
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		p.finish(hr, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many requests in flight (limit %d)", p.cfg.MaxInFlight)})
+		return
+	}
+	ctx, cancel := context.WithCancelCause(p.life)
+	p.mu.Lock()
+	if _, dup := p.inflight[req.ID]; dup {
+		p.mu.Unlock()
+		cancel(nil)
+		<-p.slots
+		p.finish(hr, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %s is already in flight", req.ID)})
+		return
+	}
+	p.inflight[req.ID] = cancel
+	p.mu.Unlock()
+	p.spawn(func() {
+		defer func() { <-p.slots }()
+		defer cancel(nil)
+		res, err := p.serve(ctx, hr)
+		p.mu.Lock()
+		delete(p.inflight, req.ID)
+		p.mu.Unlock()
+		if ctx.Err() != nil {
+			// Cancelled by the host, or the host is gone: MCP's receiver
+			// of a cancellation does not respond.
+			hr.rec.Cancelled = true
+			p.audit.write(hr.rec, hr.started)
+			return
+		}
+		p.finish(hr, res, err)
+	})
+}
+
+// spawn runs fn in a goroutine that Serve waits for, unless Serve is
+// ending.
+func (p *Proxy) spawn(fn func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		fn()
+	}()
+}
+
+// decode reads params and their _meta.
+func (hr *hostRequest) decode() error {
+	p := strings.TrimSpace(string(hr.req.Params))
+	if p == "" || p == "null" {
+		return nil
+	}
+	if p[0] != '{' {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params must be an object"}
+	}
+	if err := json.Unmarshal(hr.req.Params, &hr.params); err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + err.Error()}
+	}
+	if m, ok := hr.params["_meta"]; ok && string(m) != "null" {
+		if err := json.Unmarshal(m, &hr.meta); err != nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params._meta must be an object"}
+		}
+	}
+	_, hr.modern = hr.meta[metaProtocolVersion]
+	return nil
+}
+
+// finish answers a host request and writes its audit record.
+func (p *Proxy) finish(hr *hostRequest, res json.RawMessage, err error) {
+	if err != nil {
+		je := toWire(err)
+		hr.rec.ErrorCode = je.Code
+		p.writeMsg(jsonrpc.NewErrorResponse(hr.req.ID, je))
+	} else {
+		if len(res) == 0 {
+			res = json.RawMessage(`{}`)
+		}
+		p.writeMsg(jsonrpc.NewResult(hr.req.ID, res))
+	}
+	p.audit.write(hr.rec, hr.started)
+}
+
+// toWire is the error object sent for err.
+func toWire(err error) *jsonrpc.Error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		msg := je.Message
+		if je.Cause != nil && !errors.Is(je.Cause, context.Canceled) {
+			msg += ": " + je.Cause.Error()
+		}
+		code := je.Code
+		if code == 0 {
+			code = jsonrpc.CodeInternalError
+		}
+		return &jsonrpc.Error{Code: code, Message: msg, Data: je.Data}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// initialize answers a legacy host's handshake with the server's identity
+// and capabilities, in the version the host asked for when the proxy
+// speaks it.
+func (p *Proxy) initialize(hr *hostRequest) (json.RawMessage, error) {
+	var in struct {
+		ProtocolVersion string       `json:"protocolVersion"`
+		Capabilities    capabilities `json:"capabilities"`
+	}
+	if err := json.Unmarshal(hr.req.Params, &in); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid initialize params: " + err.Error()}
+	}
+	version := legacyVersions[0]
+	if contains(legacyVersions, in.ProtocolVersion) {
+		version = in.ProtocolVersion
+	}
+	p.mu.Lock()
+	p.hostInit, p.hostCaps, p.hostVer = true, in.Capabilities, version
+	p.mu.Unlock()
+	return json.Marshal(map[string]any{
+		"protocolVersion": version,
+		"capabilities":    p.serverCapabilities(),
+		"serverInfo":      p.client.ServerInfo(),
+		"instructions":    p.client.Instructions(),
+	})
+}
+
+// discover answers a 2026-07-28 host's server/discover.
+func (p *Proxy) discover() (json.RawMessage, error) {
+	return json.Marshal(map[string]any{
+		"supportedVersions": modernVersions,
+		"capabilities":      p.serverCapabilities(),
+		"instructions":      p.client.Instructions(),
+		"_meta":             map[string]any{metaServerInfo: p.client.ServerInfo()},
+	})
+}
+
+// serverCapabilities are the server's, as the proxy serves them: tools,
+// prompts, resources, logging and completions, without subscriptions
+// capabilities the proxy does not carry.
+func (p *Proxy) serverCapabilities() map[string]any {
+	c := p.client.Capabilities()
+	out := map[string]any{}
+	if c.Tools != nil {
+		out["tools"] = c.Tools
+	}
+	if c.Prompts != nil {
+		out["prompts"] = c.Prompts
+	}
+	if c.Resources != nil {
+		out["resources"] = c.Resources
+	}
+	if len(c.Logging) > 0 {
+		out["logging"] = c.Logging
+	}
+	if len(c.Completions) > 0 {
+		out["completions"] = c.Completions
+	}
+	return out
+}
+
+// serve forwards one host request to the server.
+func (p *Proxy) serve(ctx context.Context, hr *hostRequest) (json.RawMessage, error) {
+	method := hr.req.Method
+	if method == "tools/call" {
+		name, err := ToolName(hr.req.Params)
+		hr.rec.Tool = name
+		if p.cfg.AllowTool != nil {
+			if err != nil {
+				hr.rec.Decision = DecisionDeny
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "refused by the guard: " + err.Error()}
+			}
+			if !p.cfg.AllowTool(name) {
+				hr.rec.Decision = DecisionDeny
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q is not allowed by the guard", name)}
+			}
+		}
+	}
+	params, token, level, state, responses := forwardParams(hr)
+	if hr.modern && multiRound[method] {
+		return p.serveExchange(ctx, hr, params, token, level, state, responses)
+	}
+	if state != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is only valid on a 2026-07-28 tools/call, prompts/get or resources/read"}
+	}
+	var opts []snodo.CallOption
+	if token != nil {
+		opts = append(opts, snodo.WithProgress(func(pr snodo.Progress) { p.progress(token, pr) }))
+	}
+	if level != "" {
+		opts = append(opts, snodo.WithLogLevel(snodo.LogLevel(level)))
+	}
+	res, err := p.client.Request(ctx, method, params, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if method == "tools/list" && p.cfg.AllowTool != nil {
+		res = FilterTools(res, p.cfg.AllowTool)
+	}
+	return res, nil
+}
+
+// forwardParams returns the params to send the server: the host's,
+// without what is between the host and the proxy (the 2026-07-28 _meta
+// keys, the progress token, inputResponses and requestState). The
+// progress token, the log level, requestState and inputResponses are
+// returned apart.
+func forwardParams(hr *hostRequest) (params, token json.RawMessage, level string, state *string, responses map[string]json.RawMessage) {
+	if hr.params == nil {
+		return nil, nil, "", nil, nil
+	}
+	out := make(map[string]json.RawMessage, len(hr.params))
+	for k, v := range hr.params {
+		out[k] = v
+	}
+	delete(out, "_meta")
+	if raw, ok := out["requestState"]; ok {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			state = &s
+		}
+		delete(out, "requestState")
+	}
+	if raw, ok := out["inputResponses"]; ok {
+		_ = json.Unmarshal(raw, &responses)
+		delete(out, "inputResponses")
+	}
+	if len(hr.meta) > 0 {
+		meta := map[string]json.RawMessage{}
+		for k, v := range hr.meta {
+			switch {
+			case k == metaProgressToken:
+				if string(v) != "null" {
+					token = v
+				}
+			case k == metaLogLevel:
+				_ = json.Unmarshal(v, &level)
+			case strings.HasPrefix(k, metaPrefix):
+			default:
+				meta[k] = v
+			}
+		}
+		if len(meta) > 0 {
+			out["_meta"], _ = json.Marshal(meta)
+		}
+	}
+	params, _ = json.Marshal(out)
+	return params, token, level, state, responses
+}
+
+// progress sends the host a progress notification with its own token.
+func (p *Proxy) progress(token json.RawMessage, pr snodo.Progress) {
+	p.notify("notifications/progress", struct {
+		Token json.RawMessage `json:"progressToken"`
+		snodo.Progress
+	}{token, pr})
+}
+
+// OnLog forwards the server's log messages to the host; give it to the
+// client (runner.Config.OnLog, snodo.WithLogHook).
+func (p *Proxy) OnLog(m snodo.LogMessage) { p.notify("notifications/message", m) }
+
+// OnNotification forwards the server's list changes and resource updates
+// to the host; give it to the client (runner.Config.OnNotification,
+// snodo.WithNotificationHook).
+func (p *Proxy) OnNotification(method string, params json.RawMessage) {
+	switch method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
+		"notifications/resources/list_changed", "notifications/resources/updated":
+		if len(params) == 0 {
+			params = json.RawMessage(`{}`)
+		}
+		p.writeMsg(&jsonrpc.Notification{Method: method, Params: params})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

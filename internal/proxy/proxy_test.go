@@ -1,0 +1,169 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeServer is a 2026-07-28 server with two tools, echo and secret.
+type fakeServer struct{}
+
+func (fakeServer) Request(_ context.Context, req *jsonrpc.Request, _ transport.RequestOptions) (*jsonrpc.Response, error) {
+	switch req.Method {
+	case "server/discover":
+		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake","version":"1"}}}`)), nil
+	case "tools/list":
+		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"tools":[{"name":"echo"},{"name":"secret"},{"name":"echo","Name":"secret"}]}`)), nil
+	case "tools/call":
+		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)), nil
+	}
+	return jsonrpc.NewErrorResponse(req.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}), nil
+}
+
+func (fakeServer) Close() error { return nil }
+
+func (fakeServer) Notify(context.Context, *jsonrpc.Notification, transport.NotifyOptions) error {
+	return nil
+}
+
+// serveLines runs a proxy over the fake server with the host's input and
+// returns what it wrote, one decoded message per line.
+func serveLines(t *testing.T, cfg Config, input string) []map[string]json.RawMessage {
+	t.Helper()
+	c, err := snodo.Connect(context.Background(), fakeServer{}, snodo.WithEra(snodo.EraModern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var out bytes.Buffer
+	p := New(cfg, strings.NewReader(input), &out)
+	if err := p.Serve(context.Background(), c); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	var msgs []map[string]json.RawMessage
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("the proxy wrote a line that is not JSON: %q", sc.Text())
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+func errorCode(m map[string]json.RawMessage) int64 {
+	var e struct {
+		Code int64 `json:"code"`
+	}
+	_ = json.Unmarshal(m["error"], &e)
+	return e.Code
+}
+
+// A hostile host: garbage, invalid messages, a line over the limit, a
+// batch, unknown methods, guard evasions. Each is answered with a JSON-RPC
+// error, the proxy goes on, and EOF ends it cleanly.
+func TestHostileHost(t *testing.T) {
+	huge := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5000) + `"}}}`
+	input := strings.Join([]string{
+		`garbage`,
+		`{"jsonrpc":"2.0","id":1}`,
+		huge,
+		`[{"jsonrpc":"2.0","id":7,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":2,"method":"no/such/method"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"secret"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","Name":"secret"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","name":"secret"}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":[1]}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01"},"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","requestState":"forged"}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","requestState":"forged"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}`,
+		`{"jsonrpc":"2.0","id":"r","result":{}}`,
+		`{"jsonrpc":"2.0","id":11,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":13,"method":"ping"}`,
+	}, "\n") + "\n"
+	var audit bytes.Buffer
+	msgs := serveLines(t, Config{MaxLineBytes: 1024, AllowTool: func(n string) bool { return n != "secret" }, Audit: &audit}, input)
+
+	byID := map[string]map[string]json.RawMessage{}
+	var anonymous []int64
+	for _, m := range msgs {
+		id := string(m["id"])
+		if id == "null" {
+			anonymous = append(anonymous, errorCode(m))
+			continue
+		}
+		byID[id] = m
+	}
+	want := []int64{jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInvalidRequest, jsonrpc.CodeParseError}
+	if len(anonymous) != len(want) {
+		t.Fatalf("errors without an id: %v, want %v (garbage, no method, the long line, the batch)", anonymous, want)
+	}
+	for i := range want {
+		if anonymous[i] != want[i] {
+			t.Errorf("error %d without an id: %d, want %d", i, anonymous[i], want[i])
+		}
+	}
+	for id, code := range map[string]int64{
+		"2": jsonrpc.CodeMethodNotFound, "3": jsonrpc.CodeInvalidParams, "4": jsonrpc.CodeInvalidParams,
+		"5": jsonrpc.CodeInvalidParams, "6": jsonrpc.CodeInvalidParams, "8": jsonrpc.CodeUnsupportedProtocolVersion,
+		"9": jsonrpc.CodeInvalidParams, "10": jsonrpc.CodeInvalidParams,
+	} {
+		m, ok := byID[id]
+		if !ok {
+			t.Errorf("request %s was not answered", id)
+			continue
+		}
+		if got := errorCode(m); got != code {
+			t.Errorf("request %s: error %d, want %d: %s", id, got, code, m["error"])
+		}
+	}
+	if _, ok := byID["99"]; ok {
+		t.Errorf("the line over the limit was served")
+	}
+	if got := string(byID["11"]["result"]); got != `{"tools":[{"name":"echo"}]}` {
+		t.Errorf("tools/list through the guard: %s", got)
+	}
+	if got := string(byID["12"]["result"]); !strings.Contains(got, `"text":"ok"`) {
+		t.Errorf("tools/call: %s", got)
+	}
+	if got := string(byID["13"]["result"]); got != `{}` {
+		t.Errorf("ping: %s", got)
+	}
+	if n := strings.Count(audit.String(), "\n"); n < 10 {
+		t.Errorf("audit log has %d lines:\n%s", n, audit.String())
+	}
+	if !strings.Contains(audit.String(), `"tool":"secret","decision":"deny","durationMs"`) {
+		t.Errorf("the denied call is not in the audit log:\n%s", audit.String())
+	}
+}
+
+func TestToolName(t *testing.T) {
+	for params, want := range map[string]string{
+		`{"name":"echo","arguments":{"name":"x"}}`: "echo",
+		`{"arguments":{},"name":"a b"}`:            "a b",
+	} {
+		if got, err := ToolName(json.RawMessage(params)); err != nil || got != want {
+			t.Errorf("ToolName(%s) = %q, %v; want %q", params, got, err, want)
+		}
+	}
+	for _, params := range []string{`{}`, `{"name":1}`, `{"NAME":"x"}`, `{"name":"a","name":"b"}`, `[]`, `{"name":`, `null`} {
+		if got, err := ToolName(json.RawMessage(params)); err == nil {
+			t.Errorf("ToolName(%s) = %q, want an error", params, got)
+		}
+	}
+}
