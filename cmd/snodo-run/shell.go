@@ -23,6 +23,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/transport/stdio"
 )
 
 const shellLong = `shell starts the server once, loads the Wasm handler modules once, and
@@ -62,7 +63,9 @@ When stdin is not a terminal (a pipe, a file), the commands are read one a
 line with no prompt, and the exit code is the one of the last command that
 failed (0 when none did); after the commands, a last error object on stderr
 sums the failures up. Ctrl-C or SIGTERM end a script as they end a one-shot
-command. Empty lines and lines starting with # are skipped.`
+command. Empty lines and lines starting with # are skipped. A background
+listen ends with the script: give it --count N, then wait, to see its
+events.`
 
 // shellCmd is "snodo-run shell".
 func (a *app) shellCmd() *cobra.Command {
@@ -420,7 +423,8 @@ func connectionGone(err error) bool {
 	if !errors.As(err, &je) || je.Kind != jsonrpc.KindTransport || je.Code != jsonrpc.CodeConnectionClosed {
 		return false
 	}
-	return !errors.Is(err, snodo.ErrNoHandler) && !strings.Contains(je.Message, "queue")
+	// A full write queue, or a closed client, leave the server alive.
+	return !errors.Is(err, stdio.ErrQueueFull) && !errors.Is(err, snodo.ErrClientClosed)
 }
 
 // view is the app that prints one command's output to w, in the session's
@@ -893,20 +897,25 @@ func (sh *shell) startListen(rest string) error {
 	if !*tools && !*prompts && !*resources && len(*uris) == 0 {
 		filter.ToolsListChanged, filter.PromptsListChanged, filter.ResourcesListChanged = true, true, true
 	}
-	sh.mu.Lock()
-	busy := sh.listen != nil
-	sh.mu.Unlock()
-	if busy {
-		return usageErr("already listening: unlisten first")
-	}
 	ctx, cancel := context.WithCancel(sh.base)
 	b := &background{cancel: cancel, done: make(chan struct{})}
+	sh.mu.Lock()
+	busy := sh.listen != nil
+	if !busy {
+		sh.listen, sh.last = b, b
+	}
+	sh.mu.Unlock()
+	if busy {
+		cancel()
+		return usageErr("already listening: unlisten first")
+	}
 	accepted := make(chan snodo.SubscriptionFilter, 1)
 	var listenErr error
 	seen := 0
 	go func() {
 		defer close(b.done)
-		listenErr = sh.rt.Listen(ctx, filter, func(got snodo.SubscriptionFilter) { accepted <- got },
+		wasAccepted := false
+		listenErr = sh.rt.Listen(ctx, filter, func(got snodo.SubscriptionFilter) { wasAccepted = true; accepted <- got },
 			func(ev snodo.Event) error {
 				sh.names.changed(ev.Method)
 				line, err := marshal(listenEvent{Method: ev.Method, Params: ev.Params})
@@ -924,15 +933,14 @@ func (sh *shell) startListen(rest string) error {
 		if errors.Is(listenErr, errCountReached) {
 			listenErr = nil
 		}
-		b.ended = true
+		b.ended = ctx.Err() == nil
 		sh.mu.Lock()
-		ours := sh.listen == b
-		if ours {
+		if sh.listen == b {
 			sh.listen = nil
 		}
 		sh.mu.Unlock()
-		if !ours || (ctx.Err() != nil && !b.ended) {
-			return // unlisten, or the session's end
+		if !b.ended || !wasAccepted {
+			return // unlisten, the session's end, or a failure to subscribe (the command's error)
 		}
 		if listenErr != nil {
 			reportError(sh.errw, listenErr)
@@ -940,10 +948,6 @@ func (sh *shell) startListen(rest string) error {
 			fmt.Fprintln(sh.errw, "listen: the subscription ended")
 		}
 	}()
-	sh.mu.Lock()
-	sh.listen = b
-	sh.last = b
-	sh.mu.Unlock()
 	select {
 	case got := <-accepted:
 		if sh.interactive {
