@@ -165,6 +165,7 @@ func (a *app) newRoot() *cobra.Command {
 		a.listenCmd(), a.callCmd(), a.handlersCmd(), a.versionCmd(),
 	)
 	root.AddCommand(a.proxyCmd())
+	root.AddCommand(a.shellCmd())
 	return root
 }
 
