@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -427,6 +428,12 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 			if e.Kind == "" {
 				c := *e
 				c.Kind = jsonrpc.KindServer
+				e = &c
+			}
+			if e.Code == jsonrpc.CodeMethodNotFound && !strings.Contains(e.Message, method) {
+				// Many servers answer a bare "Method not found".
+				c := *e
+				c.Message = fmt.Sprintf("%s: %s", e.Message, method)
 				e = &c
 			}
 			return nil, e

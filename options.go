@@ -55,7 +55,7 @@ func newConfig(opts []Option) *config {
 	c := &config{
 		probeTimeout:      defaultProbeTimeout,
 		timeout:           DefaultTimeout,
-		clientInfo:        Implementation{Name: "snodo", Version: "0.1.0"},
+		clientInfo:        Implementation{Name: "snodo", Version: Version},
 		handlers:          map[string]Handler{},
 		elicitModes:       []string{ElicitForm},
 		maxServerRequests: defaultMaxServerRequests,

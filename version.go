@@ -2,6 +2,10 @@ package snodo
 
 import "slices"
 
+// Version is Snodo's version: what the client reports as its clientInfo
+// (unless WithClientInfo says otherwise) and what snodo-run prints.
+const Version = "0.1.0"
+
 // Protocol versions Snodo speaks.
 const (
 	Version20241105 = "2024-11-05"

@@ -22,6 +22,10 @@ const (
 	// DefaultStderrTail is how many bytes of the server's stderr are kept
 	// for the error that reports a server that exited.
 	DefaultStderrTail = 4096
+	// DefaultConnectTimeout is the default of Config.ConnectTimeout.
+	DefaultConnectTimeout = 30 * time.Second
+	// DefaultRootsWait is the default of Config.RootsWait.
+	DefaultRootsWait = 2 * time.Second
 )
 
 // ModuleConfig, Grants and Mount say which Wasm module to load and what its
@@ -69,6 +73,20 @@ type Config struct {
 
 	// Timeout is the default timeout of each request (default 60 s).
 	Timeout time.Duration
+
+	// ConnectTimeout bounds connecting: the server/discover probe and the
+	// initialize handshake together (default DefaultConnectTimeout). A
+	// server that does not answer in time fails Start with a -32001
+	// timeout error that wraps ErrConnectTimeout.
+	ConnectTimeout time.Duration
+
+	// RootsWait is how long Start waits, in the legacy era with a roots/list
+	// handler, for the server's first roots/list request to be answered
+	// before it returns (default DefaultRootsWait; negative: no wait). A
+	// legacy server typically asks roots/list right after
+	// notifications/initialized and applies the roots asynchronously: a
+	// request sent at once would be handled before the roots apply.
+	RootsWait time.Duration
 
 	// Protocol is "auto" (or ""), "legacy", "modern", or one protocol
 	// version such as "2025-06-18".

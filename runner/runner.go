@@ -45,6 +45,8 @@ type Runner struct {
 	failMu      sync.Mutex
 	lastFailure error // the last handler failure, for Runner.HandlerFailure
 
+	roots rootsGate // the first roots/list answered, see awaitRoots
+
 	closeOnce sync.Once
 	closeErr  error
 	exit      *os.ProcessState
@@ -102,7 +104,14 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = snodo.DefaultTimeout
 	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.RootsWait == 0 {
+		cfg.RootsWait = DefaultRootsWait
+	}
 	r := &Runner{cfg: cfg, log: cfg.Logger, handlers: map[string]*wasm.Module{}}
+	r.roots.init()
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -117,8 +126,8 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 	if err := r.startServer(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.connect(ctx); err != nil {
-		return nil, r.Explain(err)
+	if err := r.connectWithin(ctx); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -267,10 +276,10 @@ func (r *Runner) connect(ctx context.Context) error {
 		opts = append(opts, snodo.WithNotificationHook(r.cfg.OnNotification))
 	}
 	for method, m := range r.handlers {
-		opts = append(opts, snodo.WithHandler(method, r.recording(m.Name(), m)))
+		opts = append(opts, snodo.WithHandler(method, r.roots.watch(method, r.recording(m.Name(), m))))
 	}
 	for method, h := range r.cfg.Native {
-		opts = append(opts, snodo.WithHandler(method, r.recording(method, h)))
+		opts = append(opts, snodo.WithHandler(method, r.roots.watch(method, r.recording(method, h))))
 	}
 	// The consumer modules attach to the client, so that every call and
 	// every subscription uses them, whether made through the Runner or

@@ -356,43 +356,6 @@ func (is *inputSchema) unknownArgument(tool, name string) error {
 	return usageErr("%s; its arguments: %s", msg, strings.Join(valid, ", "))
 }
 
-// closest is the name nearest to s by edit distance, if near enough to be
-// a likely typo.
-func closest(s string, names []string) string {
-	best, bestD := "", -1
-	for _, n := range names {
-		d := editDistance(strings.ToLower(s), strings.ToLower(n))
-		if bestD < 0 || d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if bestD > max(1, len(s)/3) || bestD >= len(s) {
-		return ""
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
-
 // check validates the whole arguments object against the schema; every
 // top-level name must be one the schema names or allows.
 func (is *inputSchema) check(tool string, args map[string]any) error {

@@ -287,11 +287,11 @@ func TestServerFromMCPServersMap(t *testing.T) {
 	srv := everything(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "claude_desktop_config.json")
-	body := fmt.Sprintf(`{"mcpServers": {"Everything": {"command": %q, "args": [], "env": {"Snodo_Mixed_Case": "kept", "SNODO_TO_UNSET": null}}}}`, srv)
+	body := fmt.Sprintf(`{"mcpServers": {"Everything": {"command": %q, "args": [], "env": {"Snodo_Mixed_Case": "kept", "MCP_TEST_TO_UNSET": null}}}}`, srv)
 	os.WriteFile(cfg, []byte(body), 0o644)
-	r := ok(t, cliWith(t, runOpts{env: []string{"SNODO_TO_UNSET=present"}}, "--config", cfg, "--server", "Everything", "tools", "call", "get-env", "-o", "text"))
+	r := ok(t, cliWith(t, runOpts{env: []string{"MCP_TEST_TO_UNSET=present"}}, "--config", cfg, "--server", "Everything", "tools", "call", "get-env", "-o", "text"))
 	contains(t, "get-env", r.stdout, `"Snodo_Mixed_Case": "kept"`)
-	if strings.Contains(r.stdout, "SNODO_TO_UNSET") {
+	if strings.Contains(r.stdout, "MCP_TEST_TO_UNSET") {
 		t.Errorf("a null env value did not unset the variable:\n%s", r.stdout)
 	}
 	// SNODO_SERVER_NAME picks the server too.

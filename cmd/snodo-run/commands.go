@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +32,7 @@ func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) 
 	if err != nil {
 		err = a.blameHandler(rt, err)
 	}
-	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), 4*s.runner.ShutdownGrace+5*time.Second)
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.closeTimeout())
 	defer cancel()
 	_ = rt.Close(closeCtx)
 	return err
@@ -48,7 +47,7 @@ func (a *app) startError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case isJSONRPC(err):
-		return err
+		return a.connectError(err)
 	}
 	return configErr("%v", err)
 }

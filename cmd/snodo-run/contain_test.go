@@ -115,11 +115,12 @@ func TestTrustedModuleNeedsAllowTrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"--handler", elicitWasm, "discover", "--", demo}
-	for _, env := range [][]string{nil, {"SNODO_ALLOW_TRUSTED=true"}} {
-		e := exits(t, cliWith(t, runOpts{dir: dir, env: env}, args...), exitUsage, "config")
-		contains(t, "error", e.Message, "elicit-policy", "trusted", "--allow-trusted")
-	}
-	e := exits(t, cliWith(t, runOpts{dir: dir}, "handlers", "check", elicitWasm), exitUsage, "config")
+	e := exits(t, cliWith(t, runOpts{dir: dir}, args...), exitUsage, "config")
+	contains(t, "error", e.Message, "elicit-policy", "trusted", "--allow-trusted")
+	// SNODO_ALLOW_TRUSTED names no setting: an error that points to the flag.
+	e = exits(t, cliWith(t, runOpts{dir: dir, env: []string{"SNODO_ALLOW_TRUSTED=true"}}, args...), exitUsage, "config")
+	contains(t, "error", e.Message, "SNODO_ALLOW_TRUSTED", "--allow-trusted")
+	e = exits(t, cliWith(t, runOpts{dir: dir}, "handlers", "check", elicitWasm), exitUsage, "config")
 	contains(t, "error", e.Message, "--allow-trusted")
 	ok(t, cliWith(t, runOpts{dir: dir}, append([]string{"--allow-trusted"}, args...)...))
 }

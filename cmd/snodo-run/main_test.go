@@ -212,7 +212,7 @@ func cliWith(t *testing.T, o runOpts, args ...string) result {
 
 // markEnv is set in snodo-run's environment, which the server and its
 // children inherit: after a run, no process may still carry it.
-const markEnv = "SNODO_RUN_TEST_MARK"
+const markEnv = "SNODORUN_TEST_MARK"
 
 func newMark() string {
 	b := make([]byte, 8)

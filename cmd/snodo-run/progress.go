@@ -59,16 +59,30 @@ func (v *progressView) showBar(f *os.File) func(snodo.Progress) {
 				progressbar.OptionSetWriter(f),
 				progressbar.OptionSetWidth(30),
 				progressbar.OptionShowElapsedTimeOnFinish(),
-				progressbar.OptionClearOnFinish(),
 				progressbar.OptionSetPredictTime(false),
 				progressbar.OptionSpinnerType(14),
 			)
 		} else if max > 0 && max != v.bar.GetMax64() {
 			v.bar.ChangeMax64(max)
 		}
-		v.bar.Describe(p.Message)
-		_ = v.bar.Set64(int64(p.Progress * scale))
+		v.update(p.Message, int64(p.Progress*scale))
 	}
+}
+
+// update shows the message and the value in one frame. The bar's Describe
+// draws at once, with the value before Set64's: the text would run a step
+// ahead of the bar. With a known total (no spinner redrawing on its own),
+// the description is set without drawing, and Set64 draws both; when the
+// value does not change, Describe draws. The bar is not cleared when it
+// reaches its total, so that 100% shows until endProgress.
+func (v *progressView) update(message string, value int64) {
+	if v.bar.GetMax64() > 0 && value != int64(v.bar.State().CurrentNum) {
+		progressbar.OptionSetDescription(message)(v.bar)
+		_ = v.bar.Set64(value)
+		return
+	}
+	v.bar.Describe(message)
+	_ = v.bar.Set64(value)
 }
 
 // endProgress clears the bar, if one was shown.

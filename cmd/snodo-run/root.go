@@ -16,8 +16,9 @@ import (
 	"github.com/snodo/snodo/runner"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=…"; empty,
+// it is the module's version (see version_info.go).
+var version = ""
 
 // app is one invocation: its streams, flags and, once a command runs, its
 // resolved settings.
@@ -73,7 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if errors.As(context.Cause(ctx), &sc) {
 			code = signalExitCode(sc.sig)
 		}
-		err = &cliError{code: code, kind: "interrupted", err: fmt.Errorf("interrupted: the request in flight was cancelled on the server (%v)", err)}
+		err = &cliError{code: code, kind: "interrupted", err: interruptedError(ctx)}
 	}
 	if !errors.As(err, &ce) && !isRuntimeError(err) {
 		// cobra's own errors: unknown command or flag, wrong arguments.
@@ -141,6 +142,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.Int("max-server-requests", runner.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
 	f.Int("max-line-bytes", jsonrpc.DefaultMaxLineBytes, "longest line accepted from the server")
 	f.Duration("timeout", 60*time.Second, "request timeout, a Go duration (30s, 2m)")
+	f.Duration("connect-timeout", runner.DefaultConnectTimeout, "bound on connecting (server/discover probe, initialize handshake) and on shutting the server down")
 	f.String("protocol", "auto", "protocol: auto, legacy, modern, or a version such as 2025-06-18")
 	f.StringArray("env", nil, "`K=V` set in the server's environment; repeatable")
 	f.String("cd", "", "working directory of the server")
@@ -166,16 +168,17 @@ func (a *app) newRoot() *cobra.Command {
 	)
 	root.AddCommand(a.proxyCmd())
 	root.AddCommand(a.shellCmd())
+	strictCommands(root)
 	return root
 }
 
 // prepare resolves the settings before any command runs.
-func (a *app) prepare(cmd *cobra.Command, _ []string) error {
+func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	if err := a.openOutputs(cmd); err != nil {
 		return err
 	}
 	if cmd.Name() == "version" || cmd.Name() == "help" || strings.HasPrefix(cmd.Name(), "__complete") ||
-		(cmd.Parent() != nil && cmd.Parent().Name() == "completion") {
+		(cmd.Parent() != nil && cmd.Parent().Name() == "completion") || isGroup(cmd) {
 		return nil
 	}
 	v, err := newViper(cmd.Flags())
@@ -186,11 +189,24 @@ func (a *app) prepare(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	tree, err := checkConfig(file, os.Environ())
+	if err != nil {
+		return err
+	}
 	// Only the command line can allow trusted modules: not the config file
 	// that asks for them, nor the environment.
 	allowTrusted, _ := cmd.Flags().GetBool("allow-trusted")
 	s, err := resolve(v, fc, file, a.serverArgv, allowTrusted)
 	if err != nil {
+		return err
+	}
+	if err := tree.checkModules(&s.runner, moduleArgs(cmd, args)...); err != nil {
+		return err
+	}
+	if err := checkFlags(cmd); err != nil {
+		return err
+	}
+	if err := checkServerDir(cmd, v, s, a.serverArgv); err != nil {
 		return err
 	}
 	a.settings = s
@@ -200,6 +216,7 @@ func (a *app) prepare(cmd *cobra.Command, _ []string) error {
 	}
 	a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 	s.runner.Logger = a.logger
+	s.runner.ClientInfo = clientInfo()
 	if v.GetBool(keyServerStderr) {
 		s.runner.ServerStderr = a.stderr
 	}

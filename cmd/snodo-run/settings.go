@@ -36,6 +36,7 @@ const (
 	keyMaxServerRequests = "max_server_requests"
 	keyMaxLineBytes      = "max_line_bytes"
 	keyTimeout           = "timeout"
+	keyConnectTimeout    = "connect_timeout"
 	keyProtocol          = "protocol"
 	keyEnv               = "env"
 	keyCd                = "cd"
@@ -115,13 +116,14 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetDefault(keyMaxServerRequests, runner.DefaultMaxServerRequests)
 	v.SetDefault(keyMaxLineBytes, jsonrpc.DefaultMaxLineBytes)
 	v.SetDefault(keyTimeout, "60s")
+	v.SetDefault(keyConnectTimeout, runner.DefaultConnectTimeout.String())
 	v.SetDefault(keyProtocol, "auto")
 	v.SetDefault(keyOutput, "json")
 	v.SetDefault(keyShutdownGrace, runner.DefaultShutdownGrace.String())
 	for key, flag := range map[string]string{
 		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
 		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
-		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyProtocol: "protocol", keyEnv: "env",
+		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyProtocol: "protocol", keyEnv: "env",
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
 	} {
@@ -159,6 +161,9 @@ func readConfigFile(v *viper.Viper, explicit string) (string, fileConfig, error)
 		var notFound viper.ConfigFileNotFoundError
 		if errors.As(err, &notFound) {
 			return "", fc, nil
+		}
+		if _, rerr := os.ReadFile(v.ConfigFileUsed()); rerr != nil {
+			return "", fc, configErr("config file %s cannot be read: %v", v.ConfigFileUsed(), errors.Unwrap(rerr))
 		}
 		return "", fc, configErr("config file %s is malformed: %v", v.ConfigFileUsed(), err)
 	}
@@ -228,6 +233,9 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 		return nil, err
 	}
 	if rc.ShutdownGrace, err = duration(v, keyShutdownGrace); err != nil {
+		return nil, err
+	}
+	if rc.ConnectTimeout, err = duration(v, keyConnectTimeout); err != nil {
 		return nil, err
 	}
 	rc.MaxServerRequests = v.GetInt(keyMaxServerRequests)
