@@ -409,6 +409,11 @@ func (r *Runner) Explain(err error) error {
 // Wasm host is closed. It returns the client's close error, if any.
 func (r *Runner) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
+		if r.contained != nil {
+			// What runs below the server now, before closing the client
+			// closes its stdin and it exits, orphaning it.
+			r.contained.tree.alive()
+		}
 		if r.client != nil {
 			r.closeErr = r.client.Close()
 		}
