@@ -217,15 +217,17 @@ func (r *Runner) startServer(ctx context.Context) error {
 	connCtx, cancel := context.WithCancelCause(context.Background())
 	r.cancelConn = cancel
 	r.contained, err = startContained(r.cfg.Subreaper, func(attr *syscall.SysProcAttr, mark EnvVar) (int, error) {
-		conn, err := stdio.Connect(connCtx, stdio.Config{
-			Command:           r.cfg.Server.Command,
-			Args:              r.cfg.Server.Args,
-			Env:               append(env, stdio.Set(mark.Name, mark.Value)),
-			Dir:               r.cfg.Server.Dir,
-			Stderr:            pw,
-			MaxLineBytes:      r.cfg.MaxLineBytes,
-			MaxServerRequests: r.cfg.MaxServerRequests,
-			SysProcAttr:       attr,
+		conn, err := r.startProcess(attr, func(command string, args []string, attr *syscall.SysProcAttr) (*stdio.Conn, error) {
+			return stdio.Connect(connCtx, stdio.Config{
+				Command:           command,
+				Args:              args,
+				Env:               append(env, stdio.Set(mark.Name, mark.Value)),
+				Dir:               r.cfg.Server.Dir,
+				Stderr:            pw,
+				MaxLineBytes:      r.cfg.MaxLineBytes,
+				MaxServerRequests: r.cfg.MaxServerRequests,
+				SysProcAttr:       attr,
+			})
 		})
 		if err != nil {
 			return 0, err
