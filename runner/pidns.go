@@ -67,6 +67,7 @@ type connectFunc func(command string, args []string, attr *syscall.SysProcAttr) 
 func (r *Runner) startProcess(attr *syscall.SysProcAttr, connect connectFunc) (*stdio.Conn, error) {
 	srv, ns := r.cfg.Server, r.cfg.PIDNamespace
 	if ns == nil {
+		r.log.Debug("the server runs without a PID namespace")
 		return connect(srv.Command, srv.Args, attr)
 	}
 	path, ok := serverPath(srv)
