@@ -22,8 +22,9 @@ import (
 // environment and working directory, and keeps none of the stdio pipes
 // open itself, so that EOF on stdin reaches the server. It forwards
 // SIGTERM, SIGINT and SIGHUP to every process of the namespace, reaps
-// orphans, and when the server exits, kills what is left and exits with
-// the server's status (128+N for a server killed by signal N). Runner.Pid
+// orphans, and when the server exits, kills what is left with SIGKILL at
+// once (no SIGTERM and grace, unlike Close without a namespace) and exits
+// with the server's status (128+N for a server killed by signal N). Runner.Pid
 // and Runner.ExitState are then the init's, which mirror the server's.
 //
 // When this process is not root, the namespace comes with a user namespace
