@@ -135,6 +135,13 @@ type Config struct {
 	// descendants it finds by their parent chain. See SECURITY.md,
 	// "Server processes".
 	Subreaper bool
+
+	// PIDNamespace, when set, runs the server in a PID namespace of its
+	// own (Linux only; without Fallback, Start fails elsewhere), under an
+	// init whose death, even when this process is SIGKILLed, kills every
+	// process the server started. nil, the default, starts the server
+	// directly. See PIDNamespace and docs/security-processes.md.
+	PIDNamespace *PIDNamespace
 }
 
 // Server is the MCP server to start as a child process, run directly (never

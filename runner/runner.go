@@ -226,15 +226,17 @@ func (r *Runner) startServer(ctx context.Context) error {
 	connCtx, cancel := context.WithCancelCause(context.Background())
 	r.cancelConn = cancel
 	r.contained, err = startContained(r.cfg.Subreaper, func(attr *syscall.SysProcAttr, mark EnvVar) (int, error) {
-		conn, err := stdio.Connect(connCtx, stdio.Config{
-			Command:           r.cfg.Server.Command,
-			Args:              r.cfg.Server.Args,
-			Env:               append(env, stdio.Set(mark.Name, mark.Value)),
-			Dir:               r.cfg.Server.Dir,
-			Stderr:            pw,
-			MaxLineBytes:      r.cfg.MaxLineBytes,
-			MaxServerRequests: r.cfg.MaxServerRequests,
-			SysProcAttr:       attr,
+		conn, err := r.startProcess(attr, func(command string, args []string, attr *syscall.SysProcAttr) (*stdio.Conn, error) {
+			return stdio.Connect(connCtx, stdio.Config{
+				Command:           command,
+				Args:              args,
+				Env:               append(env, stdio.Set(mark.Name, mark.Value)),
+				Dir:               r.cfg.Server.Dir,
+				Stderr:            pw,
+				MaxLineBytes:      r.cfg.MaxLineBytes,
+				MaxServerRequests: r.cfg.MaxServerRequests,
+				SysProcAttr:       attr,
+			})
 		})
 		if err != nil {
 			return 0, err
@@ -418,6 +420,11 @@ func (r *Runner) Explain(err error) error {
 // Wasm host is closed. It returns the client's close error, if any.
 func (r *Runner) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
+		if r.contained != nil {
+			// What runs below the server now, before closing the client
+			// closes its stdin and it exits, orphaning it.
+			r.contained.tree.alive()
+		}
 		if r.client != nil {
 			r.closeErr = r.client.Close()
 		}

@@ -12,8 +12,10 @@ import (
 
 // serverUp is a server script's first stderr line, with its pid; the
 // script never answers initialize, and ignores stdin's EOF, SIGTERM and
-// SIGINT, so that shutdown takes its whole grace.
-const stubbornServer = `trap "" TERM INT; echo "server-up $$" >&2; exec sleep 1000`
+// SIGINT, so that shutdown takes its whole grace. The pid is read from
+// /proc/self/stat by the shell itself, not taken from $$, which in a PID
+// namespace is the namespace's.
+const stubbornServer = `trap "" TERM INT; read -r pid rest </proc/self/stat; echo "server-up $pid" >&2; exec sleep 1000`
 
 // serverPid returns the pid of a "server-up PID" line, or 0.
 func serverPid(line string) int {

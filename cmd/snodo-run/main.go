@@ -21,6 +21,8 @@ import (
 )
 
 func main() {
+	// The init of the server's PID namespace is snodo-run run again.
+	runner.Init()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

@@ -155,6 +155,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.StringArray("allow-tool", nil, "guard: only tools whose name matches this `PATTERN` (shell glob) may be listed or called; repeatable")
 	f.StringArray("deny-tool", nil, "guard: tools whose name matches this `PATTERN` may not be listed or called; repeatable")
 	f.Bool("allow-trusted", false, "let modules marked trusted in the config file run without interruption (a trusted module that loops hangs snodo-run)")
+	addPIDNamespaceFlag(f)
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "pretty", "text"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("protocol", cobra.FixedCompletions([]string{"auto", "legacy", "modern", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, cobra.ShellCompDirectiveNoFileComp))
 	for _, name := range []string{"handler", "progress", "subscriber"} {

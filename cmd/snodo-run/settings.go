@@ -126,6 +126,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyProtocol: "protocol", keyEnv: "env",
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
+		keyNoPIDNamespace: "no-pid-namespace",
 	} {
 		if f := flags.Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -261,6 +262,7 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 	// snodo-run starts no other process than the server: every orphan
 	// reparented to it is one of the server's descendants.
 	rc.Subreaper = runtime.GOOS == "linux"
+	rc.PIDNamespace = pidNamespace(v)
 	return s, nil
 }
 
