@@ -51,10 +51,6 @@ var (
 	// transport).
 	ErrTimeout = transport.ErrTimeout
 
-	// ErrMaxTotalTimeout matches only the timeout of a call whose timeout
-	// progress kept resetting until it reached WithMaxTotalTimeout.
-	ErrMaxTotalTimeout = transport.ErrMaxTotalTimeout
-
 	// ErrOverflow matches the error that ends a Subscription whose buffer
 	// overflowed under the default overflow policy (see WithBuffer).
 	ErrOverflow = transport.ErrOverflow

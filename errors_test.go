@@ -19,9 +19,9 @@ func TestTransportSentinelsReexported(t *testing.T) {
 	}{
 		{transport.ConnectionError("server exited", io.EOF), snodo.ErrConnection, true},
 		{transport.TimeoutError(time.Second), snodo.ErrTimeout, true},
-		{transport.TimeoutError(time.Second), snodo.ErrMaxTotalTimeout, false},
+		{transport.TimeoutError(time.Second), transport.ErrMaxTotalTimeout, false},
 		{transport.MaxTotalTimeoutError(time.Minute), snodo.ErrTimeout, true},
-		{transport.MaxTotalTimeoutError(time.Minute), snodo.ErrMaxTotalTimeout, true},
+		{transport.MaxTotalTimeoutError(time.Minute), transport.ErrMaxTotalTimeout, true},
 		{transport.TimeoutError(time.Second), snodo.ErrConnection, false},
 	} {
 		if got := errors.Is(tc.err, tc.target); got != tc.want {

@@ -189,7 +189,7 @@ func WithResetTimeoutOnProgress() CallOption {
 // WithMaxTotalTimeout bounds a call whose timeout is reset by progress,
 // and the whole of a multi round-trip call: its input handlers are
 // cancelled at that deadline and the call fails with an error wrapping
-// ErrMaxTotalTimeout.
+// transport.ErrMaxTotalTimeout (and matching ErrTimeout).
 func WithMaxTotalTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.maxTotal = d } }
 
 // WithLogLevel asks the server for log messages at or above level for this
