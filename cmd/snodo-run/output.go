@@ -69,6 +69,7 @@ func marshal(v any) ([]byte, error) {
 // renderText writes v for people: tool lists as name, signature and
 // description; content blocks readable; anything else as indented JSON.
 func renderText(w io.Writer, v any) error {
+	w = termSafeWriter{w}
 	switch v := v.(type) {
 	case toolList:
 		for _, t := range v.Tools {

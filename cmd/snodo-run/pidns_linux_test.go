@@ -39,7 +39,7 @@ func pidNamespaceOf(pid int) string {
 // orphaned grandchild that called setsid: the init dies by its
 // parent-death signal, and the kernel kills its namespace.
 func TestSIGKILLedSnodoRunTakesEveryDescendant(t *testing.T) {
-	mark := "SNODO_PIDNS_TEST=" + newMark()
+	mark := "SNODORUN_PIDNS_TEST=" + newMark()
 	self := pidNamespaceOf(os.Getpid())
 	var seen []int
 	inside := 0

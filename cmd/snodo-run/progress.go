@@ -76,6 +76,7 @@ func (v *progressView) showBar(f *os.File) func(snodo.Progress) {
 // value does not change, Describe draws. The bar is not cleared when it
 // reaches its total, so that 100% shows until endProgress.
 func (v *progressView) update(message string, value int64) {
+	message = oneLineSafe(message)
 	if v.bar.GetMax64() > 0 && value != int64(v.bar.State().CurrentNum) {
 		progressbar.OptionSetDescription(message)(v.bar)
 		_ = v.bar.Set64(value)

@@ -234,7 +234,8 @@ func TestShellOnATerminal(t *testing.T) {
 
 			// Ctrl-C cancels the call in flight, not the session.
 			tm.send("tools call count steps=1000 delay_ms=100\r")
-			tm.expect("step 1 of 1000")
+			// The bar redraws at each whole percent: step 10 is the first.
+			tm.expect("step 10 of 1000")
 			tm.send("\x03")
 			tm.expect(`{"error":{"kind":"interrupted"`)
 			tm.expect(`"exitCode":130}`)

@@ -42,7 +42,7 @@ var configSchema = fields(map[string]*schema{
 	keyHandler: leaf, keyHandlerConfig: leaf, keyProgress: leaf, keySubscriber: leaf,
 	keyMaxServerRequests: leaf, keyMaxLineBytes: leaf, keyTimeout: leaf, keyConnectTimeout: leaf,
 	keyProtocol: leaf, keyEnv: leaf, keyCd: leaf, keyOutput: leaf, keyVerbose: leaf,
-	keyServerStderr: leaf, keyShutdownGrace: leaf, keyCacheDir: leaf,
+	keyServerStderr: leaf, keyShutdownGrace: leaf, keyCacheDir: leaf, keyNoPIDNamespace: leaf,
 	"guard": fields(map[string]*schema{"allow": leaf, "deny": leaf}),
 	"mcpServers": {each: fields(map[string]*schema{
 		"command": leaf, "args": leaf, "env": leaf, "cwd": leaf, "type": leaf,
@@ -258,7 +258,7 @@ var envKeys = []string{
 	keyServerName, keyServerCommand, keyServerArgs, keyServerCd, keyHandler, keyHandlerConfig,
 	keyProgress, keySubscriber, keyMaxServerRequests, keyMaxLineBytes, keyTimeout, keyConnectTimeout,
 	keyProtocol, keyEnv, keyCd, keyOutput, keyVerbose, keyServerStderr, keyShutdownGrace,
-	keyCacheDir, keyAllowTools, keyDenyTools,
+	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace,
 }
 
 // checkEnv reports the SNODO_ environment variables that name no setting.
