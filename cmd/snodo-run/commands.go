@@ -190,22 +190,7 @@ A result with isError set is printed, and the exit code is 1.`,
 				if err := a.toolArguments(ctx, rt, name, arguments, argPairs, noValidate); err != nil {
 					return err
 				}
-				var res *snodo.CallToolResult
-				err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-					res, err = rt.Client().CallTool(ctx, name, arguments, opts...)
-					return err
-				})
-				a.endProgress()
-				if err != nil {
-					return err
-				}
-				if err := a.print(res); err != nil {
-					return err
-				}
-				if res.IsError {
-					return &cliError{code: exitServer, kind: "tool", err: fmt.Errorf("tool %s returned isError: %s", name, firstText(res.Content))}
-				}
-				return nil
+				return a.callTool(ctx, rt, name, arguments)
 			})
 		},
 	}
@@ -250,22 +235,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 		Example: `  snodo-run resources list --output text -- ./demo --era legacy`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				out := resourceList{Resources: []*snodo.Resource{}}
-				err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
-					for r, err := range rt.Client().Resources(ctx, opts...) {
-						if err != nil {
-							return err
-						}
-						out.Resources = append(out.Resources, r)
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				return a.print(out)
-			})
+			return a.withRunner(a.printResources)
 		},
 	}
 	templates := &cobra.Command{
@@ -274,22 +244,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 		Example: `  snodo-run resources templates -- ./demo`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				out := templateList{ResourceTemplates: []*snodo.ResourceTemplate{}}
-				err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
-					for r, err := range rt.Client().ResourceTemplates(ctx, opts...) {
-						if err != nil {
-							return err
-						}
-						out.ResourceTemplates = append(out.ResourceTemplates, r)
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				return a.print(out)
-			})
+			return a.withRunner(a.printTemplates)
 		},
 	}
 	read := &cobra.Command{
@@ -299,16 +254,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				var res *snodo.ReadResourceResult
-				err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-					res, err = rt.Client().ReadResource(ctx, args[0], opts...)
-					return err
-				})
-				a.endProgress()
-				if err != nil {
-					return err
-				}
-				return a.print(res)
+				return a.readResource(ctx, rt, args[0])
 			})
 		},
 	}
@@ -340,22 +286,7 @@ func (a *app) promptsCmd() *cobra.Command {
 		Example: `  snodo-run prompts list --output text -- ./demo`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				out := promptList{Prompts: []*snodo.Prompt{}}
-				err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
-					for p, err := range rt.Client().Prompts(ctx, opts...) {
-						if err != nil {
-							return err
-						}
-						out.Prompts = append(out.Prompts, p)
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				return a.print(out)
-			})
+			return a.withRunner(a.printPrompts)
 		},
 	}
 	var argPairs []string
@@ -374,16 +305,7 @@ func (a *app) promptsCmd() *cobra.Command {
 				arguments[k] = v
 			}
 			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				var res *snodo.GetPromptResult
-				err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-					res, err = rt.Client().GetPrompt(ctx, args[0], arguments, opts...)
-					return err
-				})
-				a.endProgress()
-				if err != nil {
-					return err
-				}
-				return a.print(res)
+				return a.getPrompt(ctx, rt, args[0], arguments)
 			})
 		},
 	}

@@ -640,75 +640,24 @@ func (sh *shell) toolsCall(ctx context.Context, v *app, rest string) error {
 			return err
 		}
 	}
-	if len(kv) > 0 {
-		var schema json.RawMessage
-		if tools, err := v.listTools(ctx, sh.rt); err == nil {
-			for _, t := range tools {
-				if t.Name == name {
-					schema = t.InputSchema
-				}
-			}
-		}
-		if err := setPairs(arguments, kv, schema); err != nil {
-			return err
-		}
-	}
-	var res *snodo.CallToolResult
-	err := sh.rt.Call(ctx, v.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-		res, err = sh.rt.Client().CallTool(ctx, name, arguments, opts...)
-		return err
-	})
-	v.endProgress()
-	if err != nil {
+	if err := v.toolArguments(ctx, sh.rt, name, arguments, kv, false); err != nil {
 		return err
 	}
-	if err := v.print(res); err != nil {
-		return err
-	}
-	if res.IsError {
-		return &cliError{code: exitServer, kind: "tool", err: fmt.Errorf("tool %s returned isError: %s", name, firstText(res.Content))}
-	}
-	return nil
+	return v.callTool(ctx, sh.rt, name, arguments)
 }
 
 func (sh *shell) resourcesList(ctx context.Context, v *app, rest string) error {
 	if err := noArgs("resources list", rest); err != nil {
 		return err
 	}
-	out := resourceList{Resources: []*snodo.Resource{}}
-	err := sh.rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
-		for r, err := range sh.rt.Client().Resources(ctx, opts...) {
-			if err != nil {
-				return err
-			}
-			out.Resources = append(out.Resources, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return v.print(out)
+	return v.printResources(ctx, sh.rt)
 }
 
 func (sh *shell) templatesList(ctx context.Context, v *app, rest string) error {
 	if err := noArgs("resources templates", rest); err != nil {
 		return err
 	}
-	out := templateList{ResourceTemplates: []*snodo.ResourceTemplate{}}
-	err := sh.rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
-		for r, err := range sh.rt.Client().ResourceTemplates(ctx, opts...) {
-			if err != nil {
-				return err
-			}
-			out.ResourceTemplates = append(out.ResourceTemplates, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return v.print(out)
+	return v.printTemplates(ctx, sh.rt)
 }
 
 func (sh *shell) resourcesRead(ctx context.Context, v *app, rest string) error {
@@ -719,36 +668,14 @@ func (sh *shell) resourcesRead(ctx context.Context, v *app, rest string) error {
 	if len(ws) != 1 {
 		return usageErr("resources read wants one URI")
 	}
-	var res *snodo.ReadResourceResult
-	err = sh.rt.Call(ctx, v.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-		res, err = sh.rt.Client().ReadResource(ctx, ws[0], opts...)
-		return err
-	})
-	v.endProgress()
-	if err != nil {
-		return err
-	}
-	return v.print(res)
+	return v.readResource(ctx, sh.rt, ws[0])
 }
 
 func (sh *shell) promptsList(ctx context.Context, v *app, rest string) error {
 	if err := noArgs("prompts list", rest); err != nil {
 		return err
 	}
-	out := promptList{Prompts: []*snodo.Prompt{}}
-	err := sh.rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
-		for p, err := range sh.rt.Client().Prompts(ctx, opts...) {
-			if err != nil {
-				return err
-			}
-			out.Prompts = append(out.Prompts, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return v.print(out)
+	return v.printPrompts(ctx, sh.rt)
 }
 
 func (sh *shell) promptsGet(ctx context.Context, v *app, rest string) error {
@@ -767,16 +694,7 @@ func (sh *shell) promptsGet(ctx context.Context, v *app, rest string) error {
 		k, val, _ := strings.Cut(kv, "=")
 		arguments[k] = val
 	}
-	var res *snodo.GetPromptResult
-	err = sh.rt.Call(ctx, v.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-		res, err = sh.rt.Client().GetPrompt(ctx, ws[0], arguments, opts...)
-		return err
-	})
-	v.endProgress()
-	if err != nil {
-		return err
-	}
-	return v.print(res)
+	return v.getPrompt(ctx, sh.rt, ws[0], arguments)
 }
 
 func (sh *shell) complete(ctx context.Context, v *app, rest string) error {

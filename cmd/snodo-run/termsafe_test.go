@@ -23,7 +23,7 @@ func TestTextOutputEscapesServerControlCharacters(t *testing.T) {
 			t.Errorf("output holds %q raw: %q", bad, got)
 		}
 	}
-	for _, want := range []string{"line one\n", `\x1b[2J`, `\x0d[INFO] forged`, `\u202eevil`, `\u009b1m`, "\tok", "\uFFFD"} {
+	for _, want := range []string{"line one\n", `\x1b[2J`, `\r[INFO] forged`, `\u202eevil`, `\x9b1m`, "\tok", "\uFFFD"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q: %q", want, got)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"unicode"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // rawHandler keeps log records as they are, unquoted: what a handler that
@@ -42,7 +44,7 @@ func (h rawHandler) WithGroup(string) slog.Handler { return h }
 func wantNoRawControl(t *testing.T, what, s string) {
 	t.Helper()
 	for _, r := range s {
-		if unicode.IsControl(r) || isBidiOrSeparator(r) {
+		if unicode.IsControl(r) || safetext.IsBidiOrSeparator(r) {
 			t.Fatalf("%s holds a raw %U: %q", what, r, s)
 		}
 	}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/runner"
+)
+
+// The operations behind the commands, shared by the one-shot commands and
+// the shell: each runs on a started Runner and prints its result.
+
+// callTool calls the tool name with arguments (already checked) and prints
+// the result; a result with isError set is exit 1.
+func (a *app) callTool(ctx context.Context, rt *runner.Runner, name string, arguments map[string]any) error {
+	var res *snodo.CallToolResult
+	err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
+		res, err = rt.Client().CallTool(ctx, name, arguments, opts...)
+		return err
+	})
+	a.endProgress()
+	if err != nil {
+		return err
+	}
+	if err := a.print(res); err != nil {
+		return err
+	}
+	if res.IsError {
+		return &cliError{code: exitServer, kind: "tool", err: fmt.Errorf("tool %s returned isError: %s", name, firstText(res.Content))}
+	}
+	return nil
+}
+
+// printResources prints every page of resources/list.
+func (a *app) printResources(ctx context.Context, rt *runner.Runner) error {
+	out := resourceList{Resources: []*snodo.Resource{}}
+	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
+		for r, err := range rt.Client().Resources(ctx, opts...) {
+			if err != nil {
+				return err
+			}
+			out.Resources = append(out.Resources, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return a.print(out)
+}
+
+// printTemplates prints every page of resources/templates/list.
+func (a *app) printTemplates(ctx context.Context, rt *runner.Runner) error {
+	out := templateList{ResourceTemplates: []*snodo.ResourceTemplate{}}
+	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
+		for r, err := range rt.Client().ResourceTemplates(ctx, opts...) {
+			if err != nil {
+				return err
+			}
+			out.ResourceTemplates = append(out.ResourceTemplates, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return a.print(out)
+}
+
+// readResource reads uri and prints it.
+func (a *app) readResource(ctx context.Context, rt *runner.Runner, uri string) error {
+	var res *snodo.ReadResourceResult
+	err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
+		res, err = rt.Client().ReadResource(ctx, uri, opts...)
+		return err
+	})
+	a.endProgress()
+	if err != nil {
+		return err
+	}
+	return a.print(res)
+}
+
+// printPrompts prints every page of prompts/list.
+func (a *app) printPrompts(ctx context.Context, rt *runner.Runner) error {
+	out := promptList{Prompts: []*snodo.Prompt{}}
+	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
+		for p, err := range rt.Client().Prompts(ctx, opts...) {
+			if err != nil {
+				return err
+			}
+			out.Prompts = append(out.Prompts, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return a.print(out)
+}
+
+// getPrompt gets the prompt name with arguments and prints it.
+func (a *app) getPrompt(ctx context.Context, rt *runner.Runner, name string, arguments map[string]string) error {
+	var res *snodo.GetPromptResult
+	err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
+		res, err = rt.Client().GetPrompt(ctx, name, arguments, opts...)
+		return err
+	})
+	a.endProgress()
+	if err != nil {
+		return err
+	}
+	return a.print(res)
+}
