@@ -460,14 +460,8 @@ are answered by the handlers and the request retried, as for typed commands.`,
 				return err
 			}
 			method := args[0]
-			if method == "tools/call" && (len(a.settings.allow) > 0 || len(a.settings.deny) > 0) {
-				name, err := guardedToolName(p)
-				if err != nil {
-					return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("refused by the guard: %v", err)}
-				}
-				if !a.toolAllowed(name) {
-					return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard", name)}
-				}
+			if err := a.guardRawCall(method, p); err != nil {
+				return err
 			}
 			var raw json.RawMessage
 			if len(p) > 0 {

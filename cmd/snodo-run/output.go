@@ -3,14 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/runner"
 )
 
@@ -406,41 +405,25 @@ func setPairs(args map[string]any, pairs []string, schema json.RawMessage) error
 // toolAllowed applies the guard: a tool is allowed when no allow pattern is
 // set or one matches its name, and no deny pattern matches it.
 func (a *app) toolAllowed(name string) bool {
-	s := a.settings
-	allowed := len(s.allow) == 0
-	for _, p := range s.allow {
-		if ok, _ := filepath.Match(p, name); ok {
-			allowed = true
-		}
-	}
-	for _, p := range s.deny {
-		if ok, _ := filepath.Match(p, name); ok {
-			return false
-		}
-	}
-	return allowed
+	return guard.Allowed(a.settings.allow, a.settings.deny, name)
 }
 
-// guardedToolName is the name of the tool a raw tools/call would call, for
-// the guard; it fails closed. name must be there, and be a string; a key
-// that differs from "name" only in case is refused too, because a server
-// that decodes into a Go struct (encoding/json) matches keys without
-// regard to case and could take it for the name.
-func guardedToolName(params map[string]any) (string, error) {
-	for k := range params {
-		if k != "name" && strings.EqualFold(k, "name") {
-			return "", fmt.Errorf("tools/call params have a key %q: only \"name\" names the tool", k)
-		}
+// guardRawCall applies the guard to a raw request (call, or request in the
+// shell): a tools/call whose tool the guard refuses, or whose name it
+// cannot tell for sure, is a usage error.
+func (a *app) guardRawCall(method string, params map[string]any) error {
+	if method != "tools/call" || (len(a.settings.allow) == 0 && len(a.settings.deny) == 0) {
+		return nil
 	}
-	v, ok := params["name"]
-	if !ok {
-		return "", errors.New(`tools/call params have no "name": the guard cannot tell which tool it calls`)
+	raw, _ := json.Marshal(params)
+	name, err := guard.ToolName(raw)
+	if err != nil {
+		return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("refused by the guard: %v", err)}
 	}
-	name, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf(`tools/call params have a "name" that is not a string (%v)`, v)
+	if !a.toolAllowed(name) {
+		return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard", name)}
 	}
-	return name, nil
+	return nil
 }
 
 // filterToolList applies the guard to a raw tools/list result.
@@ -448,23 +431,5 @@ func (a *app) filterToolList(raw json.RawMessage) json.RawMessage {
 	if len(a.settings.allow) == 0 && len(a.settings.deny) == 0 {
 		return raw
 	}
-	var res map[string]json.RawMessage
-	var tools []json.RawMessage
-	if json.Unmarshal(raw, &res) != nil || json.Unmarshal(res["tools"], &tools) != nil {
-		return raw
-	}
-	kept := tools[:0]
-	for _, t := range tools {
-		// A tool whose name the guard cannot tell for sure is left out.
-		var n map[string]any
-		if uniqueKeys(t) != nil || json.Unmarshal(t, &n) != nil {
-			continue
-		}
-		if name, err := guardedToolName(n); err == nil && a.toolAllowed(name) {
-			kept = append(kept, t)
-		}
-	}
-	res["tools"], _ = json.Marshal(kept)
-	out, _ := json.Marshal(res)
-	return out
+	return guard.FilterTools(raw, a.toolAllowed)
 }

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 )
@@ -224,7 +225,7 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 	s.allow = v.GetStringSlice(keyAllowTools)
 	s.deny = v.GetStringSlice(keyDenyTools)
 	for _, p := range append(slices.Clone(s.allow), s.deny...) {
-		if _, err := filepath.Match(p, ""); err != nil {
+		if err := guard.Check(p); err != nil {
 			return nil, usageErr("bad tool name pattern %q: %v", p, err)
 		}
 	}

@@ -748,14 +748,8 @@ func (sh *shell) request(ctx context.Context, v *app, rest string) error {
 	if err != nil {
 		return err
 	}
-	if method == "tools/call" && (len(v.settings.allow) > 0 || len(v.settings.deny) > 0) {
-		name, err := guardedToolName(p)
-		if err != nil {
-			return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("refused by the guard: %v", err)}
-		}
-		if !v.toolAllowed(name) {
-			return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard", name)}
-		}
+	if err := v.guardRawCall(method, p); err != nil {
+		return err
 	}
 	var raw json.RawMessage
 	if len(p) > 0 {

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -519,7 +520,7 @@ func (p *Proxy) serverCapabilities() map[string]any {
 func (p *Proxy) serve(ctx context.Context, hr *hostRequest) (json.RawMessage, error) {
 	method := hr.req.Method
 	if method == "tools/call" {
-		name, err := ToolName(hr.req.Params)
+		name, err := guard.ToolName(hr.req.Params)
 		hr.rec.Tool = name
 		if p.cfg.AllowTool != nil {
 			if err != nil {
@@ -551,7 +552,7 @@ func (p *Proxy) serve(ctx context.Context, hr *hostRequest) (json.RawMessage, er
 		return nil, err
 	}
 	if method == "tools/list" && p.cfg.AllowTool != nil {
-		res = FilterTools(res, p.cfg.AllowTool)
+		res = guard.FilterTools(res, p.cfg.AllowTool)
 	}
 	return res, nil
 }

@@ -151,19 +151,3 @@ func TestHostileHost(t *testing.T) {
 		t.Errorf("the denied call is not in the audit log:\n%s", audit.String())
 	}
 }
-
-func TestToolName(t *testing.T) {
-	for params, want := range map[string]string{
-		`{"name":"echo","arguments":{"name":"x"}}`: "echo",
-		`{"arguments":{},"name":"a b"}`:            "a b",
-	} {
-		if got, err := ToolName(json.RawMessage(params)); err != nil || got != want {
-			t.Errorf("ToolName(%s) = %q, %v; want %q", params, got, err, want)
-		}
-	}
-	for _, params := range []string{`{}`, `{"name":1}`, `{"NAME":"x"}`, `{"name":"a","name":"b"}`, `[]`, `{"name":`, `null`} {
-		if got, err := ToolName(json.RawMessage(params)); err == nil {
-			t.Errorf("ToolName(%s) = %q, want an error", params, got)
-		}
-	}
-}
