@@ -43,16 +43,6 @@ func (r *Runner) Listen(ctx context.Context, filter snodo.SubscriptionFilter, ac
 	if accepted != nil {
 		accepted(got)
 	}
-	// A legacy subscription does not see the connection end; watch it.
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-r.conn.Done():
-			sub.Close()
-		case <-done:
-		}
-	}()
 	for {
 		ev, err := sub.Next(ctx)
 		if err != nil {

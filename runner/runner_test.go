@@ -362,3 +362,33 @@ func TestProgressModuleSeesProgressTokenOnEveryCallPath(t *testing.T) {
 		})
 	}
 }
+
+// Runner.Listen ends with the connection in both eras: a server that exits
+// while a subscription is open ends Listen with a -32000 error that says
+// how the server ended (the client ends legacy subscriptions itself, the
+// transport modern ones).
+func TestListenEndsWhenTheServerExits(t *testing.T) {
+	examples(t)
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			rt, err := Start(ctx, Config{
+				Server:   Server{Command: "timeout", Args: []string{"-s", "KILL", "3", demoBin, "--era", era}},
+				Protocol: era,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close(context.Background())
+			err = rt.Listen(ctx, snodo.SubscriptionFilter{ToolsListChanged: true}, nil, nil)
+			var e *jsonrpc.Error
+			if !errors.As(err, &e) || e.Code != jsonrpc.CodeConnectionClosed || ctx.Err() != nil {
+				t.Fatalf("Listen: %v, want a -32000 error before the deadline", err)
+			}
+			if !strings.Contains(e.Message, "killed") && !strings.Contains(e.Message, "exit") {
+				t.Errorf("the error does not say how the server ended: %v", e.Message)
+			}
+		})
+	}
+}

@@ -89,28 +89,7 @@ instructions, and (2026-07-28) the versions it supports.`,
   snodo-run --protocol legacy discover --output text -- npx -y @modelcontextprotocol/server-everything`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				c := rt.Client()
-				out := discoverOutput{
-					ProtocolVersion: c.ProtocolVersion(), Era: c.Era().String(),
-					ServerInfo: c.ServerInfo(), Capabilities: c.Capabilities(), Instructions: c.Instructions(),
-				}
-				if c.Era() == snodo.EraModern {
-					var d *snodo.DiscoverResult
-					err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-						d, err = c.Discover(ctx, opts...)
-						return err
-					})
-					if err != nil {
-						return err
-					}
-					out.SupportedVersions, out.Capabilities, out.Instructions = d.SupportedVersions, d.Capabilities, d.Instructions
-					if d.ServerInfo.Name != "" {
-						out.ServerInfo = d.ServerInfo
-					}
-				}
-				return a.print(out)
-			})
+			return a.withRunner(a.printDiscover)
 		},
 	}
 }
@@ -140,17 +119,11 @@ func (a *app) toolsCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				tools, err := a.listTools(ctx, rt)
+				tools, err := a.allowedTools(ctx, rt)
 				if err != nil {
 					return err
 				}
-				kept := tools[:0]
-				for _, t := range tools {
-					if a.toolAllowed(t.Name) {
-						kept = append(kept, t)
-					}
-				}
-				return a.print(toolList{Tools: kept})
+				return a.print(toolList{Tools: tools})
 			})
 		},
 	}
@@ -358,15 +331,7 @@ func (a *app) completeCmd() *cobra.Command {
 				}
 			}
 			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				var res *snodo.CompleteResult
-				err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-					res, err = rt.Client().Complete(ctx, p, opts...)
-					return err
-				})
-				if err != nil {
-					return err
-				}
-				return a.print(res)
+				return a.complete(ctx, rt, p)
 			})
 		},
 	}
@@ -463,24 +428,8 @@ are answered by the handlers and the request retried, as for typed commands.`,
 			if err := a.guardRawCall(method, p); err != nil {
 				return err
 			}
-			var raw json.RawMessage
-			if len(p) > 0 {
-				raw, _ = json.Marshal(p)
-			}
 			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
-				var res json.RawMessage
-				err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-					res, err = rt.Client().Request(ctx, method, raw, opts...)
-					return err
-				})
-				a.endProgress()
-				if err != nil {
-					return err
-				}
-				if method == "tools/list" {
-					res = a.filterToolList(res)
-				}
-				return a.print(res)
+				return a.rawRequest(ctx, rt, method, p)
 			})
 		},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/snodo/snodo"
@@ -110,6 +111,81 @@ func (a *app) getPrompt(ctx context.Context, rt *runner.Runner, name string, arg
 	a.endProgress()
 	if err != nil {
 		return err
+	}
+	return a.print(res)
+}
+
+// printDiscover prints what the connection knows of the server, asking
+// server/discover again in the 2026-07-28 era.
+func (a *app) printDiscover(ctx context.Context, rt *runner.Runner) error {
+	c := rt.Client()
+	out := discoverOutput{
+		ProtocolVersion: c.ProtocolVersion(), Era: c.Era().String(),
+		ServerInfo: c.ServerInfo(), Capabilities: c.Capabilities(), Instructions: c.Instructions(),
+	}
+	if c.Era() == snodo.EraModern {
+		var d *snodo.DiscoverResult
+		err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
+			d, err = c.Discover(ctx, opts...)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		out.SupportedVersions, out.Capabilities, out.Instructions = d.SupportedVersions, d.Capabilities, d.Instructions
+		if d.ServerInfo.Name != "" {
+			out.ServerInfo = d.ServerInfo
+		}
+	}
+	return a.print(out)
+}
+
+// allowedTools lists the server's tools that the guard allows.
+func (a *app) allowedTools(ctx context.Context, rt *runner.Runner) ([]*snodo.Tool, error) {
+	tools, err := a.listTools(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
+	kept := tools[:0]
+	for _, t := range tools {
+		if a.toolAllowed(t.Name) {
+			kept = append(kept, t)
+		}
+	}
+	return kept, nil
+}
+
+// complete asks for the completions of p's argument and prints them.
+func (a *app) complete(ctx context.Context, rt *runner.Runner, p snodo.CompleteParams) error {
+	var res *snodo.CompleteResult
+	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
+		res, err = rt.Client().Complete(ctx, p, opts...)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return a.print(res)
+}
+
+// rawRequest sends method with params (already guarded) and prints the
+// result; a tools/list result goes through the guard.
+func (a *app) rawRequest(ctx context.Context, rt *runner.Runner, method string, params map[string]any) error {
+	var raw json.RawMessage
+	if len(params) > 0 {
+		raw, _ = json.Marshal(params)
+	}
+	var res json.RawMessage
+	err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
+		res, err = rt.Client().Request(ctx, method, raw, opts...)
+		return err
+	})
+	a.endProgress()
+	if err != nil {
+		return err
+	}
+	if method == "tools/list" {
+		res = a.filterToolList(res)
 	}
 	return a.print(res)
 }

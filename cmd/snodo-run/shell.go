@@ -576,44 +576,19 @@ func noArgs(cmd, rest string) error {
 // ---- the commands
 
 func (sh *shell) discover(ctx context.Context, v *app) error {
-	c := sh.rt.Client()
-	out := discoverOutput{
-		ProtocolVersion: c.ProtocolVersion(), Era: c.Era().String(),
-		ServerInfo: c.ServerInfo(), Capabilities: c.Capabilities(), Instructions: c.Instructions(),
-	}
-	if c.Era() == snodo.EraModern {
-		var d *snodo.DiscoverResult
-		err := sh.rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-			d, err = c.Discover(ctx, opts...)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		out.SupportedVersions, out.Capabilities, out.Instructions = d.SupportedVersions, d.Capabilities, d.Instructions
-		if d.ServerInfo.Name != "" {
-			out.ServerInfo = d.ServerInfo
-		}
-	}
-	return v.print(out)
+	return v.printDiscover(ctx, sh.rt)
 }
 
 func (sh *shell) toolsList(ctx context.Context, v *app, rest string) error {
 	if err := noArgs("tools list", rest); err != nil {
 		return err
 	}
-	tools, err := v.listTools(ctx, sh.rt)
+	tools, err := v.allowedTools(ctx, sh.rt)
 	if err != nil {
 		return err
 	}
-	kept := tools[:0]
-	for _, t := range tools {
-		if v.toolAllowed(t.Name) {
-			kept = append(kept, t)
-		}
-	}
-	sh.names.setTools(kept)
-	return v.print(toolList{Tools: kept})
+	sh.names.setTools(tools)
+	return v.print(toolList{Tools: tools})
 }
 
 func (sh *shell) toolsCall(ctx context.Context, v *app, rest string) error {
@@ -728,15 +703,7 @@ func (sh *shell) complete(ctx context.Context, v *app, rest string) error {
 			p.Context.Arguments[k] = val
 		}
 	}
-	var res *snodo.CompleteResult
-	err = sh.rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-		res, err = sh.rt.Client().Complete(ctx, p, opts...)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return v.print(res)
+	return v.complete(ctx, sh.rt, p)
 }
 
 func (sh *shell) request(ctx context.Context, v *app, rest string) error {
@@ -751,23 +718,7 @@ func (sh *shell) request(ctx context.Context, v *app, rest string) error {
 	if err := v.guardRawCall(method, p); err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if len(p) > 0 {
-		raw, _ = json.Marshal(p)
-	}
-	var res json.RawMessage
-	err = sh.rt.Call(ctx, v.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-		res, err = sh.rt.Client().Request(ctx, method, raw, opts...)
-		return err
-	})
-	v.endProgress()
-	if err != nil {
-		return err
-	}
-	if method == "tools/list" {
-		res = v.filterToolList(res)
-	}
-	return v.print(res)
+	return v.rawRequest(ctx, sh.rt, method, p)
 }
 
 func (sh *shell) output(w io.Writer, rest string) error {

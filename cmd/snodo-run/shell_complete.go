@@ -109,17 +109,11 @@ func (n *names) fetch(ctx context.Context, sh *shell, list string) {
 	rt, c := sh.rt, sh.rt.Client()
 	switch list {
 	case "tools":
-		tools, err := sh.a.listTools(ctx, rt)
+		tools, err := sh.a.allowedTools(ctx, rt)
 		if err != nil {
 			return
 		}
-		kept := tools[:0]
-		for _, t := range tools {
-			if sh.a.toolAllowed(t.Name) {
-				kept = append(kept, t)
-			}
-		}
-		n.setTools(kept)
+		n.setTools(tools)
 	case "prompts":
 		m := map[string][]string{}
 		err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
