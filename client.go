@@ -40,6 +40,13 @@ type Client struct {
 
 	subs legacySubscriptions
 
+	// headers: the transport carries headers (transport.HeaderCarrier).
+	headers bool
+	// sessionID is the Mcp-Session-Id the server issued with its
+	// initialize response, if any; set during Connect.
+	sessionID   string
+	toolHeaders toolHeaders
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -78,6 +85,9 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 	c.subs.init()
 	if in, ok := t.(transport.Inbound); ok {
 		in.SetInbound(c.dispatch, c.onNotification)
+	}
+	if hc, ok := t.(transport.HeaderCarrier); ok {
+		c.headers = hc.CarriesHeaders()
 	}
 
 	era := cfg.era
@@ -236,6 +246,14 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 			// An answer that is not a DiscoverResult: not a modern server.
 			return errLegacyServer
 		}
+		var se *transport.StatusError
+		if errors.As(err, &se) && (se.Status == 400 || se.Status == 404 || se.Status == 405) {
+			// Streamable HTTP: a failure status without a JSON-RPC error
+			// body is a server without the 2026-07-28 endpoint
+			// (streamable-http.mdx, "Backward Compatibility"). A refused
+			// connection is not.
+			return errLegacyServer
+		}
 		return err
 	}
 }
@@ -264,9 +282,24 @@ func (c *Client) initialize(ctx context.Context, offer string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := c.call(ctx, "initialize", params, &callConfig{})
+	var sessionID string
+	cc := &callConfig{onResponseHeaders: func(hs []transport.Header) {
+		for _, h := range hs {
+			if h.Name == "mcp-session-id" {
+				sessionID = h.Value
+			}
+		}
+	}}
+	raw, err := c.call(ctx, "initialize", params, cc)
 	if err != nil {
 		return err
+	}
+	if sessionID != "" {
+		if !validSessionID(sessionID) {
+			return protocolError(jsonrpc.CodeInternalError, nil,
+				"the server issued an Mcp-Session-Id that is not visible ASCII (%d bytes)", len(sessionID))
+		}
+		c.sessionID = sessionID
 	}
 	var res struct {
 		ProtocolVersion string          `json:"protocolVersion"`
@@ -293,9 +326,30 @@ func (c *Client) initialize(ctx context.Context, offer string) error {
 	c.serverInfo, c.capabilities, c.instructions = res.ServerInfo, caps, res.Instructions
 
 	err = n.Notify(ctx, &jsonrpc.Notification{Method: "notifications/initialized", Params: json.RawMessage(`{}`)},
-		transport.NotifyOptions{Timeout: c.cfg.timeout, Dialect: c.dialect})
+		transport.NotifyOptions{Timeout: c.cfg.timeout, Dialect: c.dialect, Headers: c.sessionHeaders()})
 	return err
 }
+
+// maxSessionIDBytes bounds the session ID a server may issue.
+const maxSessionIDBytes = 1024
+
+// validSessionID reports whether id is a session ID the client accepts:
+// visible ASCII (0x21–0x7E) only, as the specification requires, and not
+// absurdly long, since it goes into every request.
+func validSessionID(id string) bool {
+	if len(id) > maxSessionIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// sessionDeleteTimeout bounds the DELETE of the session at Close.
+const sessionDeleteTimeout = 5 * time.Second
 
 // Era returns the connection's protocol era: EraLegacy or EraModern.
 func (c *Client) Era() Era { return c.dialect.Era() }
@@ -316,10 +370,22 @@ func (c *Client) Instructions() string { return c.instructions }
 // for server requests and input requests (their calls return a -32000
 // connection error wrapping ErrClientClosed), and closes the transport. For
 // stdio, that closes the server's stdin; the server exits at EOF.
+//
+// On an initialize-era HTTP connection whose server issued a session ID,
+// Close first ends the session with the transport's DeleteSession (an
+// HTTP DELETE, waiting at most 5 s; its failure is not Close's error).
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.endLife(transport.ConnectionError("client closed", ErrClientClosed))
 		c.subs.closeAll()
+		if hs := c.sessionHeaders(); hs != nil {
+			if d, ok := c.t.(transport.SessionDeleter); ok {
+				ctx, cancel := context.WithTimeout(context.Background(), sessionDeleteTimeout)
+				hs = append(hs, transport.Header{Name: transport.HeaderProtocolVersion, Value: c.dialect.ProtocolVersion()})
+				_ = d.DeleteSession(ctx, transport.SessionOptions{Timeout: sessionDeleteTimeout, Headers: hs})
+				cancel()
+			}
+		}
 		c.closeErr = c.t.Close()
 	})
 	return c.closeErr
@@ -383,6 +449,8 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 		deadline = time.Now().Add(cc.maxTotal)
 	}
 	onProgress := c.progressFunc(ctx, cc)
+	headers := c.messageHeaders(method, params)
+	refreshed := false // tools/list was read again after a -32020
 	for round := 0; ; round++ {
 		var tail []byte
 		if inputResponses != nil {
@@ -409,7 +477,8 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 		ropts := transport.RequestOptions{
 			Timeout:                cc.timeout,
 			Dialect:                c.dialect,
-			Headers:                c.dialect.TransportPolicy(req).Headers,
+			Headers:                headers,
+			OnResponseHeaders:      cc.onResponseHeaders,
 			OnServerRequest:        c.serveRequest,
 			OnProgress:             onProgress,
 			ProgressToken:          tokenID,
@@ -422,6 +491,17 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 		resp, err := c.t.Request(ctx, req, ropts)
 		if err != nil {
 			return nil, err
+		}
+		if resp.Error != nil && resp.Error.Code == jsonrpc.CodeHeaderMismatch && method == "tools/call" && c.paramHeaders() && !refreshed {
+			// The tool's x-mcp-header annotations may have changed: read
+			// them again and retry once (streamable-http.mdx, "Client
+			// Behavior").
+			refreshed = true
+			if err := c.refreshToolHeaders(ctx); err == nil {
+				headers = c.messageHeaders(method, params)
+				round--
+				continue
+			}
 		}
 		if resp.Error != nil {
 			e := resp.Error
@@ -508,7 +588,7 @@ func (c *Client) Notify(ctx context.Context, method string, params json.RawMessa
 		params = json.RawMessage(`{}`)
 	}
 	return n.Notify(ctx, &jsonrpc.Notification{Method: method, Params: params},
-		transport.NotifyOptions{Timeout: c.cfg.timeout, Dialect: c.dialect})
+		transport.NotifyOptions{Timeout: c.cfg.timeout, Dialect: c.dialect, Headers: c.messageHeaders(method, nil)})
 }
 
 func bytesTrim(b []byte) []byte {

@@ -52,7 +52,7 @@ func (d legacyDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 	if req.Method == "initialize" {
 		return transport.Policy{}
 	}
-	return transport.Policy{Headers: []transport.Header{{Name: "MCP-Protocol-Version", Value: d.version}}}
+	return transport.Policy{Headers: []transport.Header{{Name: transport.HeaderProtocolVersion, Value: d.version}}}
 }
 
 func (d legacyDialect) metaMembers(dst []byte, _ LogLevel) []byte { return dst }
@@ -77,9 +77,34 @@ func (d modernDialect) Era() Era                { return EraModern }
 func (d modernDialect) ProtocolVersion() string { return d.version }
 
 // TransportPolicy implements transport.Dialect: HTTP carries the request's
-// version in MCP-Protocol-Version.
-func (d modernDialect) TransportPolicy(*jsonrpc.Request) transport.Policy {
-	return transport.Policy{Headers: []transport.Header{{Name: "MCP-Protocol-Version", Value: d.version}}}
+// version in MCP-Protocol-Version, its method in Mcp-Method, and for
+// tools/call, prompts/get and resources/read the name or URI in Mcp-Name
+// (Base64-encoded when it is not a plain header value). Only a transport
+// with headers calls it, so stdio never parses params for it.
+//
+// See the specification's basic/transports/streamable-http.mdx "Standard
+// Request Headers".
+func (d modernDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
+	hs := make([]transport.Header, 2, 3)
+	hs[0] = transport.Header{Name: transport.HeaderProtocolVersion, Value: d.version}
+	hs[1] = transport.Header{Name: transport.HeaderMethod, Value: transport.EncodeHeaderValue(req.Method)}
+	switch req.Method {
+	case "tools/call", "prompts/get", "resources/read":
+		var p struct {
+			Name *string `json:"name"`
+			URI  *string `json:"uri"`
+		}
+		if unmarshal(req.Params, &p) == nil {
+			name := p.Name
+			if req.Method == "resources/read" {
+				name = p.URI
+			}
+			if name != nil {
+				hs = append(hs, transport.Header{Name: transport.HeaderName, Value: transport.EncodeHeaderValue(*name)})
+			}
+		}
+	}
+	return transport.Policy{Headers: hs}
 }
 
 func (d modernDialect) metaMembers(dst []byte, logLevel LogLevel) []byte {

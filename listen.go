@@ -82,7 +82,7 @@ func (c *Client) listen(ctx context.Context, filter SubscriptionFilter, opts []C
 	raw, sub, err := l.Listen(ctx, req, transport.ListenOptions{
 		Timeout:   cc.timeout,
 		Dialect:   c.dialect,
-		Headers:   c.dialect.TransportPolicy(req).Headers,
+		Headers:   c.messageHeaders(req.Method, nil),
 		MaxBuffer: cc.maxBuffer,
 		Overflow:  cc.overflow,
 	})

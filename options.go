@@ -49,6 +49,7 @@ type config struct {
 	onNotification    func(method string, params json.RawMessage)
 	onProgress        func(ctx context.Context, params json.RawMessage) error
 	onEvent           func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)
+	onWarning         func(msg string, args ...any)
 }
 
 func newConfig(opts []Option) *config {
@@ -154,6 +155,14 @@ func WithEventConsumer(f func(ctx context.Context, method string, params json.Ra
 	return func(c *config) { c.onEvent = f }
 }
 
+// WithWarningHook receives the client's warnings, such as a tool left out
+// of a tools/list result over HTTP because its x-mcp-header annotations
+// are invalid: a message and slog-style key-value pairs, with the server's
+// text escaped. Without it, warnings go to log/slog's default logger.
+func WithWarningHook(f func(msg string, args ...any)) Option {
+	return func(c *config) { c.onWarning = f }
+}
+
 // CallOption configures one call.
 type CallOption func(*callConfig)
 
@@ -165,6 +174,10 @@ type callConfig struct {
 	logLevel       LogLevel
 	maxBuffer      int
 	overflow       transport.OverflowPolicy
+
+	// onResponseHeaders receives the response headers (initialize reads
+	// the session ID); transports without headers never call it.
+	onResponseHeaders func([]transport.Header)
 }
 
 // WithTimeout sets how long the call waits for each response (default: the

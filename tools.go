@@ -63,10 +63,18 @@ type pageParams struct {
 
 // ListTools returns one page of the server's tools, starting at cursor
 // ("" for the first page).
+//
+// Over HTTP in the 2026-07-28 era, a tool whose x-mcp-header annotations
+// are invalid is left out, with a warning (WithWarningHook), and the
+// client remembers the annotations of the others: CallTool mirrors the
+// annotated arguments into Mcp-Param-{Name} headers.
 func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
 	var res ListToolsResult
 	if err := c.callTyped(ctx, "tools/list", pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
+	}
+	if c.paramHeaders() {
+		res.Tools = c.filterTools(res.Tools)
 	}
 	return &res, nil
 }

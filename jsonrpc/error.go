@@ -39,6 +39,10 @@ const (
 	// CodeUnsupportedProtocolVersion is MCP's error for a request whose
 	// protocol version the server does not support (2026-07-28).
 	CodeUnsupportedProtocolVersion = -32022
+	// CodeHeaderMismatch is MCP's error (2026-07-28, Streamable HTTP) for
+	// a request whose HTTP headers do not match its body, or lack a
+	// required header.
+	CodeHeaderMismatch = -32020
 	// CodeURLElicitationRequired is MCP 2025-11-25's error asking the client
 	// to complete a URL elicitation first.
 	CodeURLElicitationRequired = -32042

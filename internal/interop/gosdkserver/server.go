@@ -40,6 +40,22 @@ func Run(legacy bool) int {
 func RunVersions(versions []string) int { return run(versions, false) }
 
 func run(versions []string, legacy bool) int {
+	s := NewServer(versions)
+	var t mcp.Transport = &mcp.IOTransport{Reader: Stdin, Writer: Stdout}
+	if legacy {
+		t = legacyserver.WithoutDiscover(t)
+	}
+	if err := s.Run(context.Background(), t); err != nil && !strings.Contains(err.Error(), "EOF") {
+		fmt.Fprintln(os.Stderr, "gosdk server:", err)
+		return 1
+	}
+	return 0
+}
+
+// NewServer returns the interop server speaking versions, for any
+// transport (the Streamable HTTP interop tests mount it with
+// mcp.NewStreamableHTTPHandler).
+func NewServer(versions []string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "interop-gosdk", Version: "1.8.0"}, &mcp.ServerOptions{
 		Instructions:              "Interop server for Snodo.",
 		SupportedProtocolVersions: versions,
@@ -52,15 +68,7 @@ func run(versions []string, legacy bool) int {
 		},
 	})
 	registerTools(s, !slices.Contains(versions, "2026-07-28"))
-	var t mcp.Transport = &mcp.IOTransport{Reader: Stdin, Writer: Stdout}
-	if legacy {
-		t = legacyserver.WithoutDiscover(t)
-	}
-	if err := s.Run(context.Background(), t); err != nil && !strings.Contains(err.Error(), "EOF") {
-		fmt.Fprintln(os.Stderr, "gosdk server:", err)
-		return 1
-	}
-	return 0
+	return s
 }
 
 // Stdin and Stdout are the server's streams; tests may replace them.

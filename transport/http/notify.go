@@ -1,0 +1,170 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	nethttp "net/http"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// maxGETFailures is how many times in a row the standalone GET stream may
+// fail to deliver anything before the transport stops reopening it.
+const maxGETFailures = 5
+
+// Notify implements transport.Notifier: it POSTs n and waits for the
+// server to accept it (202, or any 2xx). Headers are chosen as for
+// Request. A failure status is an error: the JSON-RPC error of its body, or
+// a -32000 error wrapping a *transport.StatusError.
+//
+// Once notifications/initialized has been accepted, the transport opens
+// the standalone GET stream of the initialize era with the same version
+// and session headers: the server's requests and notifications arrive on
+// it (a server that offers none answers 405, and the transport does
+// without).
+func (t *Transport) Notify(ctx context.Context, n *jsonrpc.Notification, opts transport.NotifyOptions) error {
+	if err := t.Err(); err != nil {
+		return err
+	}
+	body, err := jsonrpc.Encode(n)
+	if err != nil {
+		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the notification", Cause: err}
+	}
+	h := t.requestHeaders(&jsonrpc.Request{Method: n.Method, Params: n.Params}, opts.Dialect, nil, opts.Headers)
+	ctx, cancel := t.bound(ctx, opts.Timeout)
+	defer cancel()
+	resp, err := t.do(ctx, nethttp.MethodPost, body, h, "")
+	if err != nil {
+		return t.exchangeError(ctx, opts.Timeout, "POST of "+n.Method+" failed", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		r, err := t.failure(resp, h, jsonrpc.ID{})
+		if err != nil {
+			return err
+		}
+		return r.Error
+	}
+	drain(resp)
+	if n.Method == methodInitialized && !isModern(h) {
+		t.openGET(baseHeaders(h))
+	}
+	return nil
+}
+
+// bound returns ctx bounded by timeout (none when 0) and by the
+// transport's life.
+func (t *Transport) bound(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(t.life, cancel)
+	if timeout > 0 {
+		var tcancel context.CancelFunc
+		ctx, tcancel = context.WithTimeout(ctx, timeout)
+		return ctx, func() { tcancel(); stop(); cancel() }
+	}
+	return ctx, func() { stop(); cancel() }
+}
+
+// exchangeError is the error of a short exchange (Notify, DeleteSession)
+// that failed with err under ctx.
+func (t *Transport) exchangeError(ctx context.Context, timeout time.Duration, msg string, err error) error {
+	if t.life.Err() != nil {
+		return t.Err()
+	}
+	if ctx.Err() != nil {
+		if timeout > 0 && ctx.Err() == context.DeadlineExceeded {
+			return transport.TimeoutError(timeout)
+		}
+		return contextError(ctx)
+	}
+	return t.connError(ctx, msg, err)
+}
+
+// DeleteSession implements transport.SessionDeleter: it sends DELETE with
+// opts.Headers (the Mcp-Session-Id) and waits up to opts.Timeout. A 2xx, a
+// 404 (the session is already gone) and a 405 (the server does not let
+// clients end sessions) are success.
+func (t *Transport) DeleteSession(ctx context.Context, opts transport.SessionOptions) error {
+	if err := t.Err(); err != nil {
+		return err
+	}
+	h := t.requestHeaders(nil, nil, nil, opts.Headers)
+	ctx, cancel := t.bound(ctx, opts.Timeout)
+	defer cancel()
+	resp, err := t.do(ctx, nethttp.MethodDelete, nil, h, "")
+	if err != nil {
+		return t.exchangeError(ctx, opts.Timeout, "DELETE of the session failed", err)
+	}
+	defer drain(resp)
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299,
+		resp.StatusCode == nethttp.StatusNotFound,
+		resp.StatusCode == nethttp.StatusMethodNotAllowed:
+		return nil
+	}
+	data, _ := readBounded(resp.Body, errorBodyCap)
+	return transport.ConnectionError(fmt.Sprintf("DELETE of the session: HTTP %d", resp.StatusCode),
+		&transport.StatusError{Status: resp.StatusCode, Body: capText(data)})
+}
+
+// openGET starts the standalone GET stream once.
+func (t *Transport) openGET(h nethttp.Header) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil || t.getStarted {
+		return
+	}
+	t.getStarted = true
+	t.goLocked(func() { t.getLoop(h) })
+}
+
+// getLoop keeps the standalone GET stream open: server requests and
+// notifications arrive on it, and responses of resumed streams are routed
+// to their requests. When the stream ends it is reopened after the
+// server's retry time, with Last-Event-ID, until the transport closes, the
+// server answers 405 (no stream) or another failure status, or
+// maxGETFailures openings in a row bring nothing.
+func (t *Transport) getLoop(h nethttp.Header) {
+	var (
+		lastID   string
+		retry    time.Duration
+		failures int
+	)
+	for {
+		resp, err := t.do(t.life, nethttp.MethodGet, nil, h, lastID)
+		if t.life.Err() != nil {
+			if err == nil {
+				resp.Body.Close()
+			}
+			return
+		}
+		if err == nil {
+			if resp.StatusCode < 200 || resp.StatusCode > 299 || mediaType(resp.Header) != "text/event-stream" {
+				drain(resp)
+				return
+			}
+			sr := newSSEReader(resp.Body, t.maxMsg)
+			sr.lastID, sr.sawID = lastID, lastID != ""
+			_, events, _ := t.pump(sr, nil, h, nil)
+			resp.Body.Close()
+			if sr.sawID {
+				lastID = sr.lastID
+			}
+			if sr.retry > 0 {
+				retry = sr.retry
+			}
+			if events > 0 || sr.sawID {
+				failures = 0
+			}
+		}
+		failures++
+		if failures > maxGETFailures {
+			return
+		}
+		if !sleep(t.life, retryDelay(retry)) {
+			return
+		}
+	}
+}

@@ -1,0 +1,800 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	nethttp "net/http"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/snodo/snodo/internal/jsoncodec"
+	"github.com/snodo/snodo/internal/safetext"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// Methods the transport routes itself.
+const (
+	methodProgress     = "notifications/progress"
+	methodCancelled    = "notifications/cancelled"
+	methodInitialized  = "notifications/initialized"
+	methodAcknowledged = "notifications/subscriptions/acknowledged"
+)
+
+// modernVersion is the first protocol version of the stateless era: a
+// request whose MCP-Protocol-Version is this or later follows its rules.
+const modernVersion = "2026-07-28"
+
+// Resumption of a broken initialize-era stream.
+const (
+	// maxResumes is how many GET reconnections in a row, without an event
+	// in between, a stream gets before its request fails.
+	maxResumes = 5
+	// defaultRetry is the wait before reconnecting when the server gave no
+	// retry field.
+	defaultRetry = time.Second
+	// minRetry is the shortest wait, whatever the server says.
+	minRetry = 100 * time.Millisecond
+)
+
+// cancelTimeout bounds the POST of a notifications/cancelled.
+const cancelTimeout = 5 * time.Second
+
+// errorBodyCap is how much of a failure response's body an error shows.
+const errorBodyCap = 256
+
+// outcome is how a request ended, from the goroutine that reads its
+// response.
+type outcome struct {
+	resp *jsonrpc.Response
+	err  error
+}
+
+// call is one request waiting for its response.
+type call struct {
+	id     jsonrpc.ID
+	method string
+	token  jsonrpc.ID // progress token; zero without OnProgress
+	result chan outcome
+	cancel context.CancelCauseFunc // closes the response stream
+
+	hdrMu sync.Mutex
+	hdrs  []transport.Header // the response headers, lowercase names
+
+	progMu    sync.Mutex
+	progQueue []json.RawMessage
+	progBytes int
+	progLimit int
+	progReady chan struct{}
+}
+
+func (cl *call) setHeaders(h nethttp.Header) {
+	hs := lowerHeaders(h)
+	cl.hdrMu.Lock()
+	cl.hdrs = hs
+	cl.hdrMu.Unlock()
+}
+
+func (cl *call) headers() []transport.Header {
+	cl.hdrMu.Lock()
+	defer cl.hdrMu.Unlock()
+	return cl.hdrs
+}
+
+func lowerHeaders(h nethttp.Header) []transport.Header {
+	out := make([]transport.Header, 0, len(h))
+	for name, values := range h {
+		ln := lower(name)
+		for _, v := range values {
+			out = append(out, transport.Header{Name: ln, Value: v})
+		}
+	}
+	return out
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func (cl *call) pushProgress(params json.RawMessage) {
+	cl.progMu.Lock()
+	cl.progQueue = append(cl.progQueue, params)
+	cl.progBytes += len(params)
+	// MCP progress is cumulative: past the bound, the oldest goes.
+	for cl.progBytes > cl.progLimit && len(cl.progQueue) > 1 {
+		cl.progBytes -= len(cl.progQueue[0])
+		cl.progQueue[0] = nil
+		cl.progQueue = cl.progQueue[1:]
+	}
+	cl.progMu.Unlock()
+	select {
+	case cl.progReady <- struct{}{}:
+	default:
+	}
+}
+
+func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
+	cl.progMu.Lock()
+	dst, cl.progQueue = cl.progQueue, dst[:0]
+	cl.progBytes = 0
+	cl.progMu.Unlock()
+	return dst
+}
+
+// Request implements transport.Transport: it POSTs req and waits for its
+// response, from a JSON body or the request's SSE stream. req is not
+// modified; a zero req.ID is replaced by a fresh integer ID.
+//
+// The headers sent are Config.Header, then those of
+// opts.Dialect.TransportPolicy(req) and opts.Extension.TransportPolicy(req),
+// then opts.Headers, each overriding the ones before. The response headers
+// go to opts.OnResponseHeaders, lowercase, before Request returns.
+//
+// Server requests on the stream go to the dispatcher of SetInbound, or
+// else opts.OnServerRequest, or else Config.OnServerRequest, and are
+// answered with a POST. Progress for opts.ProgressToken (or the token in
+// params) is given to opts.OnProgress in the caller's goroutine.
+//
+// The Go error is a *jsonrpc.Error of kind transport: -32001 when
+// opts.Timeout (or opts.MaxTotalTimeout) passes, -32001 or -32603 when ctx
+// ends (a deadline or a cancellation), -32000 for the connection: a failed
+// POST, a failure status without a JSON-RPC body (wrapping a
+// *transport.StatusError), a stream that ended before the response, a
+// message larger than Config.MaxMessageBytes, Close. A request given up
+// that way is cancelled on the server: in the initialize era with a POST
+// of notifications/cancelled, in the 2026-07-28 era by closing its stream.
+func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
+	r := *req
+	cl := &call{method: r.Method, result: make(chan outcome, 1)}
+	if opts.OnProgress != nil {
+		tok, ok := opts.ProgressToken, opts.ProgressToken.IsValid()
+		if !ok {
+			tok, ok = progressToken(r.Params)
+		}
+		if ok {
+			cl.token = tok
+			cl.progLimit = t.maxMsg
+			cl.progReady = make(chan struct{}, 1)
+		}
+	}
+	h := t.requestHeaders(&r, opts.Dialect, opts.Extension, opts.Headers)
+	modern := isModern(h)
+	osr := opts.OnServerRequest
+
+	t.mu.Lock()
+	if t.err != nil {
+		err := t.err
+		t.mu.Unlock()
+		return nil, err
+	}
+	if !r.ID.IsValid() {
+		r.ID = t.newIDLocked()
+	}
+	cl.id = r.ID
+	if t.pending[r.ID] != nil {
+		t.mu.Unlock()
+		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
+	}
+	body, err := jsonrpc.Encode(&r)
+	if err != nil {
+		t.mu.Unlock()
+		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the request", Cause: err}
+	}
+	t.pending[r.ID] = cl
+	if cl.token.IsValid() {
+		t.progress[cl.token] = cl
+	}
+	var sctx context.Context
+	sctx, cl.cancel = context.WithCancelCause(t.life)
+	t.goLocked(func() { t.roundTrip(sctx, cl, body, h, modern, osr) })
+	t.mu.Unlock()
+
+	resp, err := t.await(ctx, cl, opts, h, modern)
+	if opts.OnResponseHeaders != nil {
+		if hs := cl.headers(); hs != nil {
+			opts.OnResponseHeaders(hs)
+		}
+	}
+	return resp, err
+}
+
+func (t *Transport) newIDLocked() jsonrpc.ID {
+	for {
+		id := jsonrpc.Int64ID(t.nextID.Add(1))
+		if t.pending[id] == nil {
+			return id
+		}
+	}
+}
+
+// requestHeaders returns the protocol headers of one message.
+func (t *Transport) requestHeaders(req *jsonrpc.Request, d transport.Dialect, e transport.Extension, extra []transport.Header) nethttp.Header {
+	h := make(nethttp.Header, 4+len(extra))
+	if d != nil {
+		for _, x := range d.TransportPolicy(req).Headers {
+			h.Set(x.Name, x.Value)
+		}
+	}
+	if e != nil {
+		for _, x := range e.TransportPolicy(req).Headers {
+			h.Set(x.Name, x.Value)
+		}
+	}
+	for _, x := range extra {
+		h.Set(x.Name, x.Value)
+	}
+	return h
+}
+
+// isModern reports whether headers h belong to the 2026-07-28 era.
+func isModern(h nethttp.Header) bool {
+	v := h.Get(transport.HeaderProtocolVersion)
+	return v != "" && v >= modernVersion
+}
+
+// baseHeaders keeps, of a request's headers, those that describe the
+// connection rather than the request (version and session), for the
+// messages sent on its behalf: answers, cancellations, resumptions.
+func baseHeaders(h nethttp.Header) nethttp.Header {
+	b := make(nethttp.Header, 2)
+	for _, name := range []string{transport.HeaderProtocolVersion, transport.HeaderSessionID} {
+		if v := h.Get(name); v != "" {
+			b.Set(name, v)
+		}
+	}
+	return b
+}
+
+// do sends one HTTP request. body nil means none. The request's body is
+// replayable (GetBody is set), for an authorizing RoundTripper that
+// retries.
+func (t *Transport) do(ctx context.Context, method string, body []byte, h nethttp.Header, lastEventID string) (*nethttp.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := nethttp.NewRequestWithContext(ctx, method, t.url, rd)
+	if err != nil {
+		return nil, err
+	}
+	for name, values := range t.header {
+		req.Header[name] = append([]string(nil), values...)
+	}
+	for name, values := range h {
+		req.Header[name] = values
+	}
+	switch method {
+	case nethttp.MethodPost:
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+	case nethttp.MethodGet:
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	return t.client.Do(req)
+}
+
+func mediaType(h nethttp.Header) string {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// roundTrip POSTs a request and reads its answer, delivering the outcome
+// to cl unless cl was given up first.
+func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool, osr transport.ServerRequestFunc) {
+	defer cl.cancel(nil)
+	resp, err := t.do(sctx, nethttp.MethodPost, body, h, "")
+	if err != nil {
+		t.settle(cl, outcome{err: t.connError(sctx, "POST failed", err)})
+		return
+	}
+	defer resp.Body.Close()
+	cl.setHeaders(resp.Header)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		r, err := t.failure(resp, h, cl.id)
+		t.settle(cl, outcome{resp: r, err: err})
+		return
+	}
+	switch mediaType(resp.Header) {
+	case "text/event-stream":
+		t.readCallStream(sctx, cl, resp.Body, h, modern, osr)
+	case "application/json":
+		data, err := readBounded(resp.Body, t.maxMsg)
+		if err != nil {
+			t.settle(cl, outcome{err: t.connError(sctx, "reading the response failed", err)})
+			return
+		}
+		msg, err := jsonrpc.Decode(data)
+		if err != nil {
+			t.settle(cl, outcome{err: transport.ConnectionError("the response body is not a JSON-RPC message: "+capText(data), err)})
+			return
+		}
+		r, ok := msg.(*jsonrpc.Response)
+		if !ok || (r.ID != cl.id && r.ID.IsValid()) {
+			t.settle(cl, outcome{err: transport.ConnectionError("the response body is not the response to the request: "+capText(data), nil)})
+			return
+		}
+		r.ID = cl.id
+		t.settle(cl, outcome{resp: r})
+	default:
+		data, _ := readBounded(resp.Body, errorBodyCap)
+		what := fmt.Sprintf("the server answered the request with HTTP %d and Content-Type %q", resp.StatusCode, safetext.Escape(capString(resp.Header.Get("Content-Type")), false))
+		if len(bytes.TrimSpace(data)) == 0 {
+			what = fmt.Sprintf("the server answered the request with HTTP %d and no response", resp.StatusCode)
+		}
+		t.settle(cl, outcome{err: transport.ConnectionError(what, &transport.StatusError{Status: resp.StatusCode, Body: capText(data)})})
+	}
+}
+
+// settle delivers the outcome of cl once, if cl is still waiting.
+func (t *Transport) settle(cl *call, o outcome) {
+	t.mu.Lock()
+	mine := t.pending[cl.id] == cl
+	if mine {
+		t.forgetLocked(cl)
+	}
+	t.mu.Unlock()
+	if mine {
+		cl.result <- o
+	}
+}
+
+func (t *Transport) forget(cl *call) {
+	t.mu.Lock()
+	t.forgetLocked(cl)
+	t.mu.Unlock()
+}
+
+func (t *Transport) forgetLocked(cl *call) {
+	if t.pending[cl.id] == cl {
+		delete(t.pending, cl.id)
+	}
+	if cl.token.IsValid() && t.progress[cl.token] == cl {
+		delete(t.progress, cl.token)
+	}
+}
+
+// connError is the -32000 error of a failed exchange; after Close, the
+// transport's own error.
+func (t *Transport) connError(ctx context.Context, msg string, err error) error {
+	if t.life.Err() != nil {
+		return t.Err()
+	}
+	if errors.Is(err, ErrTooLarge) {
+		return transport.ConnectionError(msg, err)
+	}
+	return transport.ConnectionError(msg+": "+safetext.Escape(err.Error(), false), err)
+}
+
+// failure turns a failure status into the request's outcome: a JSON-RPC
+// error response in the body is returned as the response; otherwise a
+// -32000 error wrapping a *transport.StatusError.
+func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc.ID) (*jsonrpc.Response, error) {
+	data, _ := readBounded(resp.Body, t.maxMsg)
+	se := &transport.StatusError{Status: resp.StatusCode, Body: capText(data)}
+	switch resp.StatusCode {
+	case nethttp.StatusUnauthorized, nethttp.StatusForbidden:
+		se.WWWAuthenticate = capString(safetext.Escape(resp.Header.Get("WWW-Authenticate"), false))
+		return nil, transport.ConnectionError(fmt.Sprintf("the server refused the request: HTTP %d %s", resp.StatusCode, nethttp.StatusText(resp.StatusCode)), se)
+	case nethttp.StatusNotFound:
+		if h.Get(transport.HeaderSessionID) != "" {
+			return nil, transport.ConnectionError("the session has expired: HTTP 404 for its Mcp-Session-Id", fmt.Errorf("%w: %w", ErrSessionExpired, se))
+		}
+	}
+	if msg, err := jsonrpc.Decode(data); err == nil {
+		if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
+			r.ID = id
+			return r, nil
+		}
+	}
+	return nil, transport.ConnectionError(fmt.Sprintf("the server answered HTTP %d %s", resp.StatusCode, nethttp.StatusText(resp.StatusCode)), se)
+}
+
+// readBounded reads r to its end, failing with ErrTooLarge past max bytes.
+func readBounded(r io.Reader, max int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > max {
+		return data[:max], fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	return data, nil
+}
+
+// capText returns the start of a server's text, escaped, for an error.
+func capText(b []byte) string {
+	b = bytes.TrimSpace(b)
+	cut := len(b) > errorBodyCap
+	if cut {
+		b = b[:errorBodyCap]
+	}
+	return capString(safetext.Escape(string(b), false), cut)
+}
+
+// capString cuts s to errorBodyCap bytes, on a rune boundary, marking a
+// cut (or an earlier one) with an ellipsis.
+func capString(s string, cut ...bool) string {
+	if len(s) > errorBodyCap {
+		n := errorBodyCap
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n] + "…"
+	}
+	if len(cut) > 0 && cut[0] {
+		return s + "…"
+	}
+	return s
+}
+
+// readCallStream reads a request's SSE stream until its response; in the
+// initialize era a stream that breaks first is resumed with GET and
+// Last-Event-ID.
+func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadCloser, h nethttp.Header, modern bool, osr transport.ServerRequestFunc) {
+	sr := newSSEReader(body, t.maxMsg)
+	defer func() { body.Close() }()
+	resumes := 0
+	for {
+		done, events, err := t.pump(sr, cl, h, osr)
+		if done || sctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errEventTooLarge) {
+			t.settle(cl, outcome{err: transport.ConnectionError("an event of the response stream is too large", fmt.Errorf("%w: %w", ErrTooLarge, err))})
+			return
+		}
+		if modern {
+			t.settle(cl, outcome{err: t.connError(sctx, "the response stream ended before the response", streamEnd(err))})
+			return
+		}
+		if !sr.sawID {
+			t.settle(cl, outcome{err: t.connError(sctx, "the response stream ended before the response, without an event ID to resume from", streamEnd(err))})
+			return
+		}
+		if events > 0 {
+			resumes = 0
+		}
+		for {
+			resumes++
+			if resumes > maxResumes {
+				t.settle(cl, outcome{err: t.connError(sctx, fmt.Sprintf("the response stream could not be resumed after %d attempts", maxResumes), streamEnd(err))})
+				return
+			}
+			if !sleep(sctx, retryDelay(sr.retry)) {
+				return
+			}
+			resp, gerr := t.do(sctx, nethttp.MethodGet, nil, baseHeaders(h), sr.lastID)
+			if gerr != nil {
+				if sctx.Err() != nil {
+					return
+				}
+				err = gerr
+				continue
+			}
+			if resp.StatusCode < 200 || resp.StatusCode > 299 || mediaType(resp.Header) != "text/event-stream" {
+				r, ferr := t.failure(resp, baseHeaders(h), cl.id)
+				resp.Body.Close()
+				if ferr == nil {
+					ferr = transport.ConnectionError("resuming the response stream failed: "+r.Error.Message, r.Error)
+				} else if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+					ferr = transport.ConnectionError("resuming the response stream failed: the server did not answer with an SSE stream", nil)
+				}
+				t.settle(cl, outcome{err: ferr})
+				return
+			}
+			body.Close()
+			body = resp.Body
+			sr = sr.resumed(resp.Body)
+			break
+		}
+	}
+}
+
+// resumed returns a reader for the body of a resumed stream, keeping the
+// event ID and retry time.
+func (r *sseReader) resumed(body io.Reader) *sseReader {
+	n := newSSEReader(body, r.max)
+	n.lastID, n.sawID, n.retry = r.lastID, r.sawID, r.retry
+	n.idBuf, n.idBufSet = r.idBuf, r.idBufSet
+	return n
+}
+
+func streamEnd(err error) error {
+	if err == nil {
+		return io.EOF
+	}
+	return err
+}
+
+func retryDelay(d time.Duration) time.Duration {
+	if d == 0 {
+		return defaultRetry
+	}
+	return max(d, minRetry)
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pump dispatches the events of an SSE stream until owner's response (done)
+// or the stream's end (err, io.EOF for a clean end). owner nil reads the
+// whole stream. events counts the messages read.
+func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header, osr transport.ServerRequestFunc) (done bool, events int, err error) {
+	for {
+		ev, err := sr.next()
+		if err != nil {
+			return false, events, err
+		}
+		if ev.typ != "" && ev.typ != "message" {
+			continue
+		}
+		if len(bytes.TrimSpace(ev.data)) == 0 {
+			continue
+		}
+		events++
+		msg, derr := jsonrpc.Decode(ev.data)
+		if derr != nil {
+			continue // not a message: the request it answered times out
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			if owner != nil && m.ID == owner.id {
+				t.settle(owner, outcome{resp: m})
+				return true, events, nil
+			}
+			t.routeResponse(m)
+		case *jsonrpc.Request:
+			t.serverRequest(m, h, osr)
+		case *jsonrpc.Notification:
+			t.notification(m)
+		}
+	}
+}
+
+// routeResponse delivers a response that arrived on another request's
+// stream (or the GET stream) to its request.
+func (t *Transport) routeResponse(r *jsonrpc.Response) {
+	t.mu.Lock()
+	cl := t.pending[r.ID]
+	t.mu.Unlock()
+	if cl != nil {
+		t.settle(cl, outcome{resp: r})
+	}
+}
+
+// routing is what the transport reads of a notification's params.
+type routing struct {
+	ProgressToken json.RawMessage `json:"progressToken"`
+	RequestID     json.RawMessage `json:"requestId"`
+}
+
+func (t *Transport) notification(n *jsonrpc.Notification) {
+	var rt routing
+	if len(n.Params) > 0 {
+		_ = jsoncodec.Unmarshal(n.Params, &rt)
+	}
+	switch n.Method {
+	case methodProgress:
+		if id, ok := parseID(rt.ProgressToken); ok {
+			t.mu.Lock()
+			cl := t.progress[id]
+			t.mu.Unlock()
+			if cl != nil {
+				cl.pushProgress(n.Params)
+				return
+			}
+		}
+	case methodCancelled:
+		if id, ok := parseID(rt.RequestID); ok {
+			t.mu.Lock()
+			cancel := t.serverReqs[id]
+			t.mu.Unlock()
+			if cancel != nil {
+				cancel()
+				return
+			}
+		}
+	}
+	t.mu.Lock()
+	hook := t.onNotify
+	t.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+}
+
+// progressToken returns params._meta.progressToken.
+func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
+	if len(params) == 0 {
+		return jsonrpc.ID{}, false
+	}
+	var p struct {
+		Meta *struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if jsoncodec.Unmarshal(params, &p) != nil || p.Meta == nil {
+		return jsonrpc.ID{}, false
+	}
+	return parseID(p.Meta.ProgressToken)
+}
+
+func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	if len(raw) == 0 {
+		return jsonrpc.ID{}, false
+	}
+	var id jsonrpc.ID
+	if err := id.UnmarshalJSON(raw); err != nil || !id.IsValid() {
+		return jsonrpc.ID{}, false
+	}
+	return id, true
+}
+
+// await waits for cl's outcome, delivering its progress.
+func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestOptions, h nethttp.Header, modern bool) (*jsonrpc.Response, error) {
+	resetOnProgress := opts.ResetTimeoutOnProgress && cl.progReady != nil
+	var totalDeadline time.Time
+	if resetOnProgress && opts.MaxTotalTimeout > 0 {
+		totalDeadline = time.Now().Add(opts.MaxTotalTimeout)
+	}
+	var (
+		timer    *time.Timer
+		timerC   <-chan time.Time
+		hitTotal bool
+	)
+	arm := func() {
+		d := opts.Timeout
+		hitTotal = false
+		if !totalDeadline.IsZero() {
+			if left := time.Until(totalDeadline); d <= 0 || left <= d {
+				d, hitTotal = max(left, 0), true
+			}
+		}
+		if d <= 0 && !hitTotal {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+			timerC = timer.C
+		} else {
+			timer.Reset(d)
+		}
+	}
+	arm()
+	if timer != nil {
+		defer timer.Stop()
+	}
+	var progBuf []json.RawMessage
+	deliver := func() error {
+		progBuf = cl.takeProgress(progBuf)
+		for i, p := range progBuf {
+			progBuf[i] = nil
+			if err := callProgress(opts.OnProgress, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for {
+		select {
+		case o := <-cl.result:
+			if cl.progReady != nil {
+				if err := deliver(); err != nil {
+					return nil, err
+				}
+			}
+			return o.resp, o.err
+		case <-cl.progReady:
+			if err := deliver(); err != nil {
+				t.abort(cl, h, modern, "progress function failed: "+err.Error())
+				return nil, err
+			}
+			if resetOnProgress {
+				arm()
+			}
+		case <-timerC:
+			var err *jsonrpc.Error
+			if hitTotal {
+				err = transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
+			} else {
+				err = transport.TimeoutError(opts.Timeout)
+			}
+			t.abort(cl, h, modern, err.Message)
+			return nil, err
+		case <-ctx.Done():
+			err := contextError(ctx)
+			t.abort(cl, h, modern, err.Message)
+			return nil, err
+		case <-t.done:
+			select {
+			case o := <-cl.result:
+				return o.resp, o.err
+			default:
+			}
+			t.forget(cl)
+			return nil, t.Err()
+		}
+	}
+}
+
+// abort gives up on cl: its stream is closed, which in the 2026-07-28 era
+// is the cancellation; in the initialize era the server is also sent
+// notifications/cancelled (never for initialize, which cannot be
+// cancelled).
+func (t *Transport) abort(cl *call, h nethttp.Header, modern bool, reason string) {
+	t.forget(cl)
+	cl.cancel(errors.New(reason))
+	if modern || cl.method == "initialize" {
+		return
+	}
+	params := append([]byte(`{"requestId":`), cl.id.AppendJSON(nil)...)
+	r, _ := json.Marshal(reason)
+	params = append(append(append(params, `,"reason":`...), r...), '}')
+	body, err := jsonrpc.Encode(&jsonrpc.Notification{Method: methodCancelled, Params: params})
+	if err != nil {
+		return
+	}
+	bh := baseHeaders(h)
+	t.goTracked(func() {
+		ctx, cancel := context.WithTimeout(t.life, cancelTimeout)
+		defer cancel()
+		if resp, err := t.do(ctx, nethttp.MethodPost, body, bh, ""); err == nil {
+			drain(resp)
+		}
+	})
+}
+
+// drain reads a little of an unwanted body and closes it.
+func drain(resp *nethttp.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+}
+
+// callProgress runs fn, turning a panic into an error.
+func callProgress(fn transport.ProgressFunc, params json.RawMessage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("progress function panicked: %v", r)}
+		}
+	}()
+	return fn(params)
+}
+
+// contextError is the error of a request whose ctx ended.
+func contextError(ctx context.Context) *jsonrpc.Error {
+	cause := ctx.Err()
+	if c := context.Cause(ctx); c != nil && c != cause {
+		cause = fmt.Errorf("%w: %w", cause, c)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeRequestTimeout, Message: "request abandoned: context deadline exceeded", Cause: cause}
+	}
+	return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInternalError, Message: "request abandoned: context canceled", Cause: cause}
+}

@@ -1,0 +1,167 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	nethttp "net/http"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+	mcphttp "github.com/snodo/snodo/transport/http"
+)
+
+// A JSON response: the POST carries the contract's headers, the response
+// headers reach OnResponseHeaders in lowercase.
+func TestRequestJSON(t *testing.T) {
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		w.Header().Set("Mcp-Session-Id", "s-1")
+		writeJSON(w, 200, result(reqOf(rec).ID, `{"ok":true}`))
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL, Header: nethttp.Header{"Authorization": {"Bearer x"}}})
+	var got []transport.Header
+	resp, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "tools/list", Params: json.RawMessage(`{}`)}, transport.RequestOptions{
+		Dialect:           legacyHeaders,
+		Headers:           []transport.Header{{Name: "Mcp-Session-Id", Value: "abc"}},
+		OnResponseHeaders: func(h []transport.Header) { got = h },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Result) != `{"ok":true}` || !resp.ID.IsValid() {
+		t.Fatalf("response %+v", resp)
+	}
+	rec := srv.requests()[0]
+	for name, want := range map[string]string{
+		"Accept":               "application/json, text/event-stream",
+		"Content-Type":         "application/json",
+		"Mcp-Protocol-Version": "2025-11-25",
+		"Mcp-Session-Id":       "abc",
+		"Authorization":        "Bearer x",
+	} {
+		if v := rec.Header.Get(name); v != want {
+			t.Errorf("%s = %q, want %q", name, v, want)
+		}
+	}
+	found := false
+	for _, h := range got {
+		found = found || (h.Name == "mcp-session-id" && h.Value == "s-1")
+	}
+	if !found {
+		t.Errorf("response headers %v lack mcp-session-id", got)
+	}
+}
+
+// An SSE response: notifications before the response, comments and
+// priming events skipped, progress routed to the request.
+func TestRequestSSEWithProgress(t *testing.T) {
+	var logged []string
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		req := reqOf(rec)
+		send := sse(w)
+		send("id: 1\ndata: \n\n")
+		send(": keep-alive\n\n")
+		send("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"tok\",\"progress\":1}}\n\n")
+		send("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\r\ndata: \"params\":{\"level\":\"info\",\"data\":\"hi\"}}\r\n\r\n")
+		send("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"tok\",\"progress\":2}}\n\n")
+		send("data: %s\n\n", result(req.ID, `{"done":true}`))
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL, OnNotification: func(n *jsonrpc.Notification) { logged = append(logged, n.Method) }})
+	var progress []string
+	resp, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "tools/call", Params: json.RawMessage(`{"_meta":{"progressToken":"tok"}}`)}, transport.RequestOptions{
+		OnProgress: func(p json.RawMessage) error { progress = append(progress, string(p)); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Result) != `{"done":true}` {
+		t.Fatalf("result %s", resp.Result)
+	}
+	if len(progress) != 2 {
+		t.Errorf("progress %v", progress)
+	}
+	if len(logged) != 1 || logged[0] != "notifications/message" {
+		t.Errorf("notifications %v", logged)
+	}
+}
+
+// A 4xx whose body is a JSON-RPC error is the response; without one it is
+// a -32000 error wrapping the status.
+func TestRequestErrorStatus(t *testing.T) {
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		switch reqOf(rec).Method {
+		case "json":
+			writeJSON(w, 404, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`)
+		case "auth":
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="https://x/.well-known"`)
+			nethttp.Error(w, "no\x1b[31m", 401)
+		default:
+			nethttp.Error(w, "<html>"+string(make([]byte, 5000))+"</html>", 405)
+		}
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL})
+	ctx := context.Background()
+	resp, err := tr.Request(ctx, &jsonrpc.Request{Method: "json"}, transport.RequestOptions{})
+	if err != nil || resp.Error == nil || resp.Error.Code != jsonrpc.CodeMethodNotFound {
+		t.Fatalf("json error body: %+v %v", resp, err)
+	}
+	_, err = tr.Request(ctx, &jsonrpc.Request{Method: "auth"}, transport.RequestOptions{})
+	var se *transport.StatusError
+	if !errors.Is(err, transport.ErrConnection) || !errors.As(err, &se) || se.Status != 401 || se.WWWAuthenticate == "" {
+		t.Fatalf("401: %v", err)
+	}
+	if containsByte(err.Error(), 0x1b) {
+		t.Errorf("escape character in the error: %q", err.Error())
+	}
+	_, err = tr.Request(ctx, &jsonrpc.Request{Method: "other"}, transport.RequestOptions{})
+	if !errors.As(err, &se) || se.Status != 405 || len(err.Error()) > 1000 {
+		t.Fatalf("405: %d bytes: %v", len(err.Error()), err)
+	}
+}
+
+func containsByte(s string, b byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return true
+		}
+	}
+	return false
+}
+
+// A JSON body or an SSE event past MaxMessageBytes fails the request.
+func TestOversize(t *testing.T) {
+	big := `{"x":"` + string(make([]byte, 2048)) + `"}`
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		req := reqOf(rec)
+		if req.Method == "sse" {
+			send := sse(w)
+			send("data: %s\n\n", result(req.ID, `"`+string(make([]byte, 2048))+`"`))
+			return
+		}
+		writeJSON(w, 200, result(req.ID, big))
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL, MaxMessageBytes: 1024})
+	for _, m := range []string{"json", "sse"} {
+		_, err := tr.Request(context.Background(), &jsonrpc.Request{Method: m}, transport.RequestOptions{Timeout: 10 * time.Second})
+		if !errors.Is(err, mcphttp.ErrTooLarge) || !errors.Is(err, transport.ErrConnection) {
+			t.Errorf("%s: %v", m, err)
+		}
+	}
+}
+
+// New validates its config.
+func TestNewValidates(t *testing.T) {
+	for _, cfg := range []mcphttp.Config{
+		{},
+		{URL: "ftp://x/mcp"},
+		{URL: "http://"},
+		{URL: "http://x", MaxMessageBytes: -1},
+		{URL: "http://x", Header: nethttp.Header{"X": {"a\nb"}}},
+	} {
+		if _, err := mcphttp.New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+}

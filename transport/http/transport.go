@@ -1,0 +1,250 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	nethttp "net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+
+	"github.com/snodo/snodo/internal/admit"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+)
+
+// DefaultMaxMessageBytes is the default of Config.MaxMessageBytes: 16 MiB,
+// as stdio's line limit.
+const DefaultMaxMessageBytes = jsonrpc.DefaultMaxLineBytes
+
+// ErrClosed is the cause of the error of requests that fail because the
+// transport was closed.
+var ErrClosed = errors.New("http: transport closed")
+
+// ErrSessionExpired is the cause of the error of a request that carried an
+// Mcp-Session-Id and was answered 404: the server has ended the session,
+// and a new one starts with a new connection (initialize).
+var ErrSessionExpired = errors.New("http: the server ended the session (404 for its session ID)")
+
+// ErrTooLarge is the cause of the error of a response body or an SSE event
+// larger than Config.MaxMessageBytes.
+var ErrTooLarge = errors.New("http: message larger than the bound")
+
+// Config says where the server is and how to reach it.
+type Config struct {
+	// URL is the MCP endpoint, http or https.
+	URL string
+	// HTTPClient sends the requests. nil means a client of Snodo's own:
+	// proxies from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY),
+	// HTTP/2 when the server offers it over TLS, and no overall timeout,
+	// since response streams are long. Its idle connections are closed
+	// with the transport. An authorizing http.RoundTripper goes here.
+	HTTPClient *nethttp.Client
+	// Header is added to every request (e.g. Authorization: Bearer …).
+	// The headers of the protocol (MCP-Protocol-Version, Mcp-Session-Id,
+	// Mcp-Method, …) take precedence over it.
+	Header nethttp.Header
+	// MaxServerRequests is the most server requests whose functions run at
+	// once when the transport is used without snodo.Client; 0 means
+	// transport.DefaultMaxServerRequests. The client installs its own
+	// admission with SetInbound, under its own limit.
+	MaxServerRequests int
+	// OnServerRequest answers server requests when the transport is used
+	// without snodo.Client (initialize era: the server's requests on SSE
+	// streams). nil answers -32601.
+	OnServerRequest transport.ServerRequestFunc
+	// OnNotification receives the server's notifications that are not
+	// routed to a request (progress) or a subscription, when the transport
+	// is used without snodo.Client. It must not block.
+	OnNotification transport.NotificationFunc
+	// MaxMessageBytes bounds one JSON response body or one SSE event; 0
+	// means DefaultMaxMessageBytes (16 MiB). A larger one fails the
+	// request it belongs to with a -32000 error wrapping ErrTooLarge.
+	MaxMessageBytes int
+}
+
+// Transport is a client's connection to a Streamable HTTP MCP endpoint. It
+// is safe for concurrent use.
+type Transport struct {
+	url     string
+	client  *nethttp.Client
+	own     *nethttp.Transport // the default client's transport, nil otherwise
+	header  nethttp.Header
+	maxMsg  int
+	gate    *admit.Gate
+	answers chan struct{} // slots for answering server requests in the background
+
+	nextID atomic.Int64
+
+	life     context.Context // ends at Close; every HTTP request runs under it
+	stopLife context.CancelCauseFunc
+	done     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup // background goroutines; Add only under mu while running
+
+	mu         sync.Mutex
+	err        error // why the transport stopped; nil while running
+	pending    map[jsonrpc.ID]*call
+	progress   map[jsonrpc.ID]*call
+	listens    map[*listenState]struct{}
+	serverReqs map[jsonrpc.ID]context.CancelFunc
+	onRequest  transport.DispatchFunc
+	inbound    bool // SetInbound was called
+	onNotify   transport.NotificationFunc
+	getStarted bool
+}
+
+// Compile-time checks of the capabilities Transport offers.
+var (
+	_ transport.Transport      = (*Transport)(nil)
+	_ transport.Notifier       = (*Transport)(nil)
+	_ transport.SessionDeleter = (*Transport)(nil)
+	_ transport.Listener       = (*Transport)(nil)
+	_ transport.Inbound        = (*Transport)(nil)
+	_ transport.HeaderCarrier  = (*Transport)(nil)
+)
+
+// New returns a transport for cfg. It validates cfg and makes no request.
+func New(cfg Config) (*Transport, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("http: Config.URL is empty")
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("http: Config.URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("http: Config.URL must be http or https, not %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("http: Config.URL %q has no host", cfg.URL)
+	}
+	if cfg.MaxMessageBytes < 0 || cfg.MaxServerRequests < 0 {
+		return nil, errors.New("http: Config.MaxMessageBytes and MaxServerRequests must not be negative")
+	}
+	for name, values := range cfg.Header {
+		for _, v := range values {
+			if !validHeaderValue(v) {
+				return nil, fmt.Errorf("http: Config.Header %s has a value with control characters", name)
+			}
+		}
+	}
+	t := &Transport{
+		url:        u.String(),
+		client:     cfg.HTTPClient,
+		header:     cfg.Header.Clone(),
+		maxMsg:     cfg.MaxMessageBytes,
+		gate:       admit.New(cfg.MaxServerRequests),
+		done:       make(chan struct{}),
+		pending:    make(map[jsonrpc.ID]*call),
+		progress:   make(map[jsonrpc.ID]*call),
+		listens:    make(map[*listenState]struct{}),
+		serverReqs: make(map[jsonrpc.ID]context.CancelFunc),
+		onNotify:   cfg.OnNotification,
+	}
+	if t.maxMsg == 0 {
+		t.maxMsg = DefaultMaxMessageBytes
+	}
+	t.answers = make(chan struct{}, 2*t.gate.Limit())
+	t.onRequest = admit.Serve(cfg.OnServerRequest, t.gate)
+	if t.client == nil {
+		t.own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
+		t.own.ForceAttemptHTTP2 = true
+		t.client = &nethttp.Client{Transport: t.own}
+	}
+	t.life, t.stopLife = context.WithCancelCause(context.Background())
+	return t, nil
+}
+
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// CarriesHeaders implements transport.HeaderCarrier: it reports true.
+func (t *Transport) CarriesHeaders() bool { return true }
+
+// SetInbound implements transport.Inbound: onRequest receives every server
+// request that arrives on any stream (the standalone GET stream and the
+// response streams of requests), instead of Config.OnServerRequest and
+// RequestOptions.OnServerRequest; onNotification receives the
+// notifications not routed to a request or a subscription.
+func (t *Transport) SetInbound(onRequest transport.DispatchFunc, onNotification transport.NotificationFunc) {
+	if onRequest == nil {
+		onRequest = admit.Serve(nil, nil)
+	}
+	t.mu.Lock()
+	t.onRequest, t.onNotify, t.inbound = onRequest, onNotification, true
+	t.mu.Unlock()
+}
+
+// Close stops the transport: requests in flight and later ones fail with a
+// -32000 connection error wrapping ErrClosed, the standalone GET stream
+// and every response stream are closed, subscriptions end with that error,
+// and Close waits for the transport's goroutines. It does not delete the
+// session: snodo.Client.Close does that first (DeleteSession).
+func (t *Transport) Close() error {
+	t.stop(transport.ConnectionError("transport closed", ErrClosed))
+	return nil
+}
+
+func (t *Transport) stop(err *jsonrpc.Error) {
+	t.stopOnce.Do(func() {
+		t.mu.Lock()
+		t.err = err
+		listens := t.listens
+		t.listens = make(map[*listenState]struct{})
+		t.mu.Unlock()
+		close(t.done)
+		t.stopLife(err)
+		for ls := range listens {
+			ls.fail(err)
+		}
+		t.wg.Wait()
+		if t.own != nil {
+			t.own.CloseIdleConnections()
+		}
+	})
+}
+
+// Done returns a channel that is closed once the transport has been
+// closed.
+func (t *Transport) Done() <-chan struct{} { return t.done }
+
+// Err returns why the transport stopped (a -32000 *jsonrpc.Error), or nil
+// while it runs.
+func (t *Transport) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err == nil {
+		return nil
+	}
+	return t.err
+}
+
+// goLocked starts fn as a background goroutine that Close waits for. t.mu
+// must be held, and the transport running.
+func (t *Transport) goLocked(fn func()) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		fn()
+	}()
+}
+
+// goTracked is goLocked taking t.mu; it reports false, without starting
+// fn, when the transport has stopped.
+func (t *Transport) goTracked(fn func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return false
+	}
+	t.goLocked(fn)
+	return true
+}
