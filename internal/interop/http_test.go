@@ -33,6 +33,8 @@ type sdkHTTPServer struct {
 	*httptest.Server
 	mu  sync.Mutex
 	log []httpExchange
+	// ended receives the body of each POST whose handler has returned.
+	ended chan string
 }
 
 type statusRecorder struct {
@@ -50,8 +52,8 @@ func (r *statusRecorder) Flush() { r.ResponseWriter.(nethttp.Flusher).Flush() }
 func startHTTPServer(t *testing.T, versions []string, stateless bool) *sdkHTTPServer {
 	t.Helper()
 	s := gosdkserver.NewServer(versions)
-	h := mcp.NewStreamableHTTPHandler(func(*nethttp.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
-	srv := &sdkHTTPServer{}
+	h := mcp.NewStreamableHTTPHandler(func(*nethttp.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless, PropagateRequestCancellation: stateless})
+	srv := &sdkHTTPServer{ended: make(chan string, 256)}
 	srv.Server = httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
@@ -62,6 +64,10 @@ func startHTTPServer(t *testing.T, versions []string, stateless bool) *sdkHTTPSe
 		srv.mu.Lock()
 		srv.log = append(srv.log, ex)
 		srv.mu.Unlock()
+		select {
+		case srv.ended <- ex.body:
+		default:
+		}
 	}))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
@@ -163,6 +169,20 @@ func TestHTTPGoSDKModern(t *testing.T) {
 		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
 	}
 	exerciseCommon(t, c)
+	// The requests given up by timeout and by ctx (1000 steps of 50 ms)
+	// closed their streams, and the server stopped their tools.
+	stopped := 0
+	deadline := time.After(10 * time.Second)
+	for stopped < 2 {
+		select {
+		case body := <-srv.ended:
+			if strings.Contains(body, `"steps":1000`) {
+				stopped++
+			}
+		case <-deadline:
+			t.Fatalf("%d of the 2 abandoned tool calls were stopped on the server", stopped)
+		}
+	}
 	if got := mustCall(t, c, "multi", nil); got != "three rounds: snodo-test: Paris, 1 roots" {
 		t.Errorf("multi: %q", got)
 	}
