@@ -239,6 +239,13 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 			return err
 		}
 		var te *Error
+		if errors.As(err, &te) && te.Kind == jsonrpc.KindServer &&
+			(te.Code == jsonrpc.CodeHeaderMismatch || te.Code == jsonrpc.CodeMissingRequiredClientCapability) {
+			// Errors only a 2026-07-28 server sends: it is modern, and
+			// falling back would hide the problem (streamable-http.mdx,
+			// "Backward Compatibility").
+			return err
+		}
 		if errors.As(err, &te) && (te.Kind == jsonrpc.KindServer || errors.Is(err, transport.ErrTimeout)) {
 			return errLegacyServer
 		}

@@ -319,3 +319,19 @@ func TestHTTPHeaderMismatchRetriedOnce(t *testing.T) {
 		t.Errorf("%d tools/call, want 2", n)
 	}
 }
+
+// A 400 whose body is an error only a 2026-07-28 server sends (-32020,
+// -32021) is not a reason to fall back to initialize.
+func TestHTTPModernErrorAtProbeDoesNotFallBack(t *testing.T) {
+	srv := newMCPHTTPServer(t, func(req *jsonrpc.Request, h nethttp.Header) (int, string, nethttp.Header) {
+		return 400, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32020,"message":"Mcp-Method header missing"}}`, nil
+	})
+	_, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	var e *snodo.Error
+	if !errors.As(err, &e) || e.Code != jsonrpc.CodeHeaderMismatch {
+		t.Fatalf("Connect: %v", err)
+	}
+	if n := len(srv.requests("initialize")); n != 0 {
+		t.Errorf("fell back to initialize")
+	}
+}

@@ -43,6 +43,9 @@ const (
 	// a request whose HTTP headers do not match its body, or lack a
 	// required header.
 	CodeHeaderMismatch = -32020
+	// CodeMissingRequiredClientCapability is MCP's error (2026-07-28) for
+	// a request that needs a client capability the client did not declare.
+	CodeMissingRequiredClientCapability = -32021
 	// CodeURLElicitationRequired is MCP 2025-11-25's error asking the client
 	// to complete a URL elicitation first.
 	CodeURLElicitationRequired = -32042
