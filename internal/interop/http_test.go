@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	nethttp "net/http"
@@ -37,35 +38,43 @@ type sdkHTTPServer struct {
 	ended chan string
 }
 
+// statusRecorder tells onStatus the status a handler writes.
 type statusRecorder struct {
 	nethttp.ResponseWriter
-	status int
+	onStatus func(int)
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
+	r.onStatus(code)
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *statusRecorder) Flush() { r.ResponseWriter.(nethttp.Flusher).Flush() }
 
-func startHTTPServer(t *testing.T, versions []string, stateless bool) *sdkHTTPServer {
+func startHTTPServer(t *testing.T, versions []string, stateless bool, setup ...func(*mcp.Server)) *sdkHTTPServer {
 	t.Helper()
 	s := gosdkserver.NewServer(versions)
+	for _, f := range setup {
+		f(s)
+	}
 	h := mcp.NewStreamableHTTPHandler(func(*nethttp.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless, PropagateRequestCancellation: stateless})
 	srv := &sdkHTTPServer{ended: make(chan string, 256)}
 	srv.Server = httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
-		rec := &statusRecorder{ResponseWriter: w, status: 200}
-		ex := httpExchange{method: r.Method, header: r.Header.Clone(), body: string(body)}
-		h.ServeHTTP(rec, r)
-		ex.status = rec.status
 		srv.mu.Lock()
-		srv.log = append(srv.log, ex)
+		i := len(srv.log)
+		// 200 unless the handler writes another status first.
+		srv.log = append(srv.log, httpExchange{method: r.Method, header: r.Header.Clone(), body: string(body), status: 200})
 		srv.mu.Unlock()
+		rec := &statusRecorder{ResponseWriter: w, onStatus: func(code int) {
+			srv.mu.Lock()
+			srv.log[i].status = code
+			srv.mu.Unlock()
+		}}
+		h.ServeHTTP(rec, r)
 		select {
-		case srv.ended <- ex.body:
+		case srv.ended <- string(body):
 		default:
 		}
 	}))
@@ -163,7 +172,7 @@ func TestHTTPGoSDKLegacy(t *testing.T) {
 // timed-out request closes its stream (no notifications/cancelled);
 // subscriptions/listen carries the change events; no session, no DELETE.
 func TestHTTPGoSDKModern(t *testing.T) {
-	srv := startHTTPServer(t, []string{"2026-07-28", "2025-11-25"}, true)
+	srv := startHTTPServer(t, []string{"2026-07-28", "2025-11-25"}, true, addRegionTool)
 	c, _ := connectHTTP(t, srv.URL)
 	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" || c.ServerInfo().Name != "interop-gosdk" {
 		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
@@ -188,6 +197,19 @@ func TestHTTPGoSDKModern(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// x-mcp-header: the SDK checks the Mcp-Param headers against the
+	// arguments (-32020 when one is missing or differs); the client learns
+	// the annotations from tools/list.
+	if _, err := c.ListTools(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustCall(t, c, "region", map[string]any{"region": "eu-west1", "zone": map[string]any{"id": 7}}); got != "region eu-west1" {
+		t.Errorf("region: %q", got)
+	}
+	ex := srv.exchanges()
+	if h := ex[len(ex)-1].header; h.Get("Mcp-Param-Region") != "eu-west1" || h.Get("Mcp-Param-Zone") != "7" || h.Get("Mcp-Name") != "region" {
+		t.Errorf("tools/call headers %v", h)
+	}
 	listenSeesToolAndResourceChanges(t, ctx, c)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -207,6 +229,42 @@ func TestHTTPGoSDKModern(t *testing.T) {
 			t.Errorf("POST %s: HTTP %d", ex.body, ex.status)
 		}
 	}
+}
+
+// A client that has not listed the tools sends no Mcp-Param headers; the
+// SDK answers -32020, and the client reads tools/list and retries once.
+func TestHTTPGoSDKHeaderMismatchRetry(t *testing.T) {
+	srv := startHTTPServer(t, []string{"2026-07-28"}, true, addRegionTool)
+	c, _ := connectHTTP(t, srv.URL)
+	defer c.Close()
+	if got := mustCall(t, c, "region", map[string]any{"region": "eu-west1"}); got != "region eu-west1" {
+		t.Errorf("region: %q", got)
+	}
+	var calls []int
+	for _, ex := range srv.exchanges() {
+		if strings.Contains(ex.body, `"method":"tools/call"`) {
+			calls = append(calls, ex.status)
+		}
+	}
+	if len(calls) != 2 || calls[0] != 400 || calls[1] != 200 {
+		t.Errorf("tools/call statuses %v, want [400 200]", calls)
+	}
+}
+
+// addRegionTool adds a tool whose arguments are mirrored into headers.
+func addRegionTool(s *mcp.Server) {
+	schema := json.RawMessage(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"zone":{"type":"object","properties":{"id":{"type":"integer","x-mcp-header":"Zone"}}}}}`)
+	s.AddTool(&mcp.Tool{Name: "region", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct {
+			Region string `json:"region"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "region " + args.Region}}}, nil
+	})
 }
 
 // A refused connection is an error, not a legacy server.
