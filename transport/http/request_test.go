@@ -96,9 +96,9 @@ func TestRequestErrorStatus(t *testing.T) {
 			writeJSON(w, 404, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`)
 		case "auth":
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="https://x/.well-known"`)
-			nethttp.Error(w, "no\x1b[31m", 401)
+			nethttp.Error(w, "no\x1b[31m", nethttp.StatusUnauthorized)
 		default:
-			nethttp.Error(w, "<html>"+string(make([]byte, 5000))+"</html>", 405)
+			nethttp.Error(w, "<html>"+string(make([]byte, 5000))+"</html>", nethttp.StatusMethodNotAllowed)
 		}
 	})
 	tr := newTransport(t, mcphttp.Config{URL: srv.URL})
