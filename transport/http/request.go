@@ -173,6 +173,7 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	modern := isModern(h)
 	osr := opts.OnServerRequest
 
+	// The ID is reserved first; the body is encoded outside the lock.
 	t.mu.Lock()
 	if t.err != nil {
 		err := t.err
@@ -187,19 +188,23 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 		t.mu.Unlock()
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
 	}
-	body, err := jsonrpc.Encode(&r)
-	if err != nil {
-		t.mu.Unlock()
-		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the request", Cause: err}
-	}
 	t.pending[r.ID] = cl
 	if cl.token.IsValid() {
 		t.progress[cl.token] = cl
 	}
+	t.mu.Unlock()
+	body, err := jsonrpc.Encode(&r)
+	if err != nil {
+		t.forget(cl)
+		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the request", Cause: err}
+	}
 	var sctx context.Context
 	sctx, cl.cancel = context.WithCancelCause(t.life)
-	t.goLocked(func() { t.roundTrip(sctx, cl, body, h, modern, osr) })
-	t.mu.Unlock()
+	if !t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern, osr) }) {
+		cl.cancel(nil)
+		t.forget(cl)
+		return nil, t.Err()
+	}
 
 	resp, err := t.await(ctx, cl, opts, h, modern)
 	if opts.OnResponseHeaders != nil {

@@ -165,3 +165,17 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+// A request whose params cannot be encoded fails without a POST.
+func TestRequestNotEncodable(t *testing.T) {
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) { w.WriteHeader(500) })
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL})
+	_, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "m", Params: json.RawMessage("{\n")}, transport.RequestOptions{})
+	if !errors.Is(err, jsonrpc.ErrInvalidJSON) || len(srv.requests()) != 0 {
+		t.Fatalf("err %v, %d requests", err, len(srv.requests()))
+	}
+	// The ID is free again.
+	if _, err := tr.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m"}, transport.RequestOptions{}); errors.Is(err, jsonrpc.ErrInvalidJSON) {
+		t.Fatal(err)
+	}
+}
