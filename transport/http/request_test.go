@@ -175,7 +175,9 @@ func TestRequestNotEncodable(t *testing.T) {
 		t.Fatalf("err %v, %d requests", err, len(srv.requests()))
 	}
 	// The ID is free again.
-	if _, err := tr.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m"}, transport.RequestOptions{}); errors.Is(err, jsonrpc.ErrInvalidJSON) {
-		t.Fatal(err)
+	_, err = tr.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m"}, transport.RequestOptions{})
+	var se *transport.StatusError
+	if !errors.As(err, &se) || se.Status != 500 {
+		t.Fatalf("second request: %v", err)
 	}
 }
