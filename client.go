@@ -60,15 +60,20 @@ type Client struct {
 // from the error's supported list, and never falls back — unless that list
 // names only legacy versions, in which case the newest of them is the one
 // offered in the initialize handshake; any other error,
-// or no answer within the probe timeout, marks a legacy server, and Connect
-// falls back to the initialize handshake, offering 2025-11-25 and
+// or no answer within the probe timeout, marks a legacy server (over
+// Streamable HTTP, so does a 400, 404 or 405 without a JSON-RPC error body;
+// not a refused connection, a 401 or a 403, nor an error only a 2026-07-28
+// server sends, such as -32020), and Connect falls back to the initialize
+// handshake, offering 2025-11-25 and
 // accepting 2024-11-05, 2025-03-26, 2025-06-18 or 2025-11-25, followed by
 // notifications/initialized. WithEra and WithProtocolVersion skip the
 // probe. The era is kept for the connection.
 //
 // If t implements transport.Inbound, Connect installs the client's answerer
-// of server requests and notifications on it first. On error, t is left
-// open: the caller closes it.
+// of server requests and notifications on it first. Over a transport that
+// carries headers (transport.HeaderCarrier: Streamable HTTP), the client
+// keeps the Mcp-Session-Id of the initialize response for the session's
+// later messages. On error, t is left open: the caller closes it.
 //
 // See the specification's basic/transports/stdio.mdx "Backward
 // Compatibility" and basic/versioning.mdx.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	nethttp "net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,5 +180,52 @@ func TestRequestNotEncodable(t *testing.T) {
 	var se *transport.StatusError
 	if !errors.As(err, &se) || se.Status != 500 {
 		t.Fatalf("second request: %v", err)
+	}
+}
+
+// roundTripper is an authorizing http.RoundTripper as an OAuth layer is:
+// it sends each request, and on 401 sends it again with a token, reading
+// the body again through GetBody.
+type roundTripper struct{}
+
+func (rt *roundTripper) RoundTrip(req *nethttp.Request) (*nethttp.Response, error) {
+	resp, err := nethttp.DefaultTransport.RoundTrip(req)
+	if err != nil || resp.StatusCode != nethttp.StatusUnauthorized {
+		return resp, err
+	}
+	resp.Body.Close()
+	if req.GetBody == nil {
+		return nil, errors.New("the request body is not replayable")
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	again := req.Clone(req.Context())
+	again.Body = body
+	again.Header.Set("Authorization", "Bearer fresh")
+	return nethttp.DefaultTransport.RoundTrip(again)
+}
+
+// Config.HTTPClient carries the requests, and request bodies are
+// replayable.
+func TestHTTPClientReplaysBodies(t *testing.T) {
+	var bodies []string
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		bodies = append(bodies, string(rec.Body))
+		if r.Header.Get("Authorization") != "Bearer fresh" {
+			w.WriteHeader(nethttp.StatusUnauthorized)
+			return
+		}
+		writeJSON(w, 200, result(reqOf(rec).ID, `{}`))
+	})
+	client := &nethttp.Client{Transport: &roundTripper{}}
+	defer client.CloseIdleConnections()
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL, HTTPClient: client})
+	if _, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "tools/list", Params: json.RawMessage(`{"a":1}`)}, transport.RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 2 || bodies[0] != bodies[1] || !strings.Contains(bodies[1], `"a":1`) {
+		t.Errorf("bodies %q", bodies)
 	}
 }

@@ -151,6 +151,8 @@ func New(cfg Config) (*Transport, error) {
 	if t.client == nil {
 		t.own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
 		t.own.ForceAttemptHTTP2 = true
+		// Concurrent requests to one endpoint keep their connections.
+		t.own.MaxIdleConnsPerHost = 16
 		t.client = &nethttp.Client{Transport: t.own}
 	}
 	t.life, t.stopLife = context.WithCancelCause(context.Background())
@@ -186,8 +188,9 @@ func (t *Transport) SetInbound(onRequest transport.DispatchFunc, onNotification 
 // Close stops the transport: requests in flight and later ones fail with a
 // -32000 connection error wrapping ErrClosed, the standalone GET stream
 // and every response stream are closed, subscriptions end with that error,
-// and Close waits for the transport's goroutines. It does not delete the
-// session: snodo.Client.Close does that first (DeleteSession).
+// and Close waits for the transport's goroutines — so it must not be called
+// from a NotificationFunc or DispatchFunc, which run in them. It does not
+// delete the session: snodo.Client.Close does that first (DeleteSession).
 func (t *Transport) Close() error {
 	t.stop(transport.ConnectionError("transport closed", ErrClosed))
 	return nil
