@@ -292,3 +292,50 @@ func TestNotify(t *testing.T) {
 		}
 	}
 }
+
+// The standalone GET stream is reopened after the server's retry time with
+// Last-Event-ID.
+func TestGETStreamReopens(t *testing.T) {
+	gets := make(chan recorded, 4)
+	notes := make(chan string, 4)
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		if r.Method != nethttp.MethodGet {
+			w.WriteHeader(202)
+			return
+		}
+		gets <- rec
+		send := sse(w)
+		if rec.Header.Get("Last-Event-ID") == "" {
+			send("id: g1\nretry: 100\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			return // closed: the client reconnects
+		}
+		send("id: g2\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n")
+		<-r.Context().Done()
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL, OnNotification: func(n *jsonrpc.Notification) { notes <- n.Method }})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tr.Notify(ctx, &jsonrpc.Notification{Method: "notifications/initialized"}, transport.NotifyOptions{Dialect: legacyHeaders, Headers: session}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"", "g1"} {
+		select {
+		case g := <-gets:
+			if g.Header.Get("Last-Event-ID") != want || g.Header.Get("Mcp-Session-Id") != "sess-1" {
+				t.Errorf("GET %d: headers %v", i, g.Header)
+			}
+		case <-ctx.Done():
+			t.Fatalf("GET %d never came", i)
+		}
+	}
+	for _, want := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed"} {
+		select {
+		case got := <-notes:
+			if got != want {
+				t.Errorf("notification %s, want %s", got, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %s", want)
+		}
+	}
+}
