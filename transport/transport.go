@@ -85,8 +85,10 @@ type Listener interface {
 // every server request, of either era, under one limit), and writes the
 // one answer given to the ReplyFunc.
 //
-// A transport whose server requests ride on the response of the request in
-// flight (HTTP) takes RequestOptions.OnServerRequest instead.
+// Streamable HTTP implements it too: the server requests of any of its
+// streams (the initialize era's GET stream and the response streams of
+// requests) go to onRequest. RequestOptions.OnServerRequest is for an HTTP
+// transport on which no dispatcher was installed.
 type Inbound interface {
 	SetInbound(onRequest DispatchFunc, onNotification NotificationFunc)
 }
@@ -172,9 +174,11 @@ type RequestOptions struct {
 	// HTTP-only: HTTP asks it for routing headers; stdio ignores it.
 	Extension Extension
 
-	// Headers are request headers for the negotiated session
-	// (MCP-Protocol-Version, Mcp-Session-Id on an initialize-era connection).
-	// HTTP-only: stdio ignores them.
+	// Headers are request headers the caller adds, after (and over) those
+	// of Dialect and Extension: the client gives the Mcp-Session-Id of an
+	// initialize-era session and the Mcp-Param-{Name} headers of a
+	// 2026-07-28 tools/call, and only to a transport that carries headers
+	// (HeaderCarrier). HTTP-only: stdio ignores them.
 	Headers []Header
 
 	// OnResponseHeaders, when set, is called in the caller's goroutine with
@@ -182,11 +186,10 @@ type RequestOptions struct {
 	// HTTP-only: transports without headers (stdio) never call it.
 	OnResponseHeaders func([]Header)
 
-	// OnServerRequest answers requests the server sends while this request
-	// is in flight, for a transport that carries them on the response of the
-	// request (HTTP). HTTP-only: a transport whose connection outlives one
-	// request (stdio) ignores it and takes the function at connect time
-	// instead (Inbound).
+	// OnServerRequest answers requests the server sends on this request's
+	// response stream, for an HTTP transport on which no dispatcher was
+	// installed with Inbound. HTTP-only: stdio ignores it and takes the
+	// function at connect time instead (Inbound).
 	OnServerRequest ServerRequestFunc
 
 	// OnProgress, when set, receives the request's progress notifications.
