@@ -207,6 +207,9 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	}
 
 	resp, err := t.await(ctx, cl, opts, h, modern)
+	// The response may have come on another stream (a resumed one, the GET
+	// stream): this request's own stream has nothing more to say.
+	cl.cancel(nil)
 	if opts.OnResponseHeaders != nil {
 		if hs := cl.headers(); hs != nil {
 			opts.OnResponseHeaders(hs)

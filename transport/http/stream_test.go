@@ -339,3 +339,41 @@ func TestGETStreamReopens(t *testing.T) {
 		}
 	}
 }
+
+// A response that arrives on the GET stream answers its request, and the
+// request's own stream, which had nothing more to say, is closed.
+func TestResponseOnAnotherStream(t *testing.T) {
+	posted := make(chan jsonrpc.ID, 1)
+	postClosed := make(chan struct{})
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		switch m := rec.Msg.(type) {
+		case *jsonrpc.Notification:
+			w.WriteHeader(202)
+		case *jsonrpc.Request:
+			send := sse(w)
+			send(": accepted\n\n")
+			posted <- m.ID
+			<-r.Context().Done()
+			close(postClosed)
+		default:
+			send := sse(w)
+			send("data: %s\n\n", result(<-posted, `{"via":"get"}`))
+			<-r.Context().Done()
+		}
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tr.Notify(ctx, &jsonrpc.Notification{Method: "notifications/initialized"}, transport.NotifyOptions{Dialect: legacyHeaders}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tr.Request(ctx, &jsonrpc.Request{Method: "tools/call"}, transport.RequestOptions{Dialect: legacyHeaders})
+	if err != nil || string(resp.Result) != `{"via":"get"}` {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	select {
+	case <-postClosed:
+	case <-ctx.Done():
+		t.Fatal("the POST's stream was left open")
+	}
+}
