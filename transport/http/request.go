@@ -137,6 +137,10 @@ func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
 // response, from a JSON body or the request's SSE stream. req is not
 // modified; a zero req.ID is replaced by a fresh integer ID.
 //
+// The request follows the rules of its era, read from its
+// MCP-Protocol-Version header (2026-07-28 or later: the stateless era;
+// none or older: the initialize era).
+//
 // The headers sent are Config.Header, then those of
 // opts.Dialect.TransportPolicy(req) and opts.Extension.TransportPolicy(req),
 // then opts.Headers, each overriding the ones before. The response headers

@@ -229,3 +229,32 @@ func TestHTTPClientReplaysBodies(t *testing.T) {
 		t.Errorf("bodies %q", bodies)
 	}
 }
+
+// The default client follows a 307 with the body, and does not turn a POST
+// into a GET on a 302.
+func TestRedirects(t *testing.T) {
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		switch r.URL.Path {
+		case "/old":
+			nethttp.Redirect(w, r, "/mcp", nethttp.StatusTemporaryRedirect)
+		case "/moved":
+			nethttp.Redirect(w, r, "/mcp", nethttp.StatusFound)
+		default:
+			if r.Method != nethttp.MethodPost || reqOf(rec) == nil {
+				w.WriteHeader(400)
+				return
+			}
+			writeJSON(w, 200, result(reqOf(rec).ID, `{}`))
+		}
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL + "/old"})
+	if _, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "m"}, transport.RequestOptions{}); err != nil {
+		t.Fatalf("307: %v", err)
+	}
+	tr = newTransport(t, mcphttp.Config{URL: srv.URL + "/moved"})
+	_, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "m"}, transport.RequestOptions{})
+	var se *transport.StatusError
+	if !errors.As(err, &se) || se.Status != nethttp.StatusFound {
+		t.Fatalf("302: %v", err)
+	}
+}

@@ -37,9 +37,10 @@ type Config struct {
 	URL string
 	// HTTPClient sends the requests. nil means a client of Snodo's own:
 	// proxies from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY),
-	// HTTP/2 when the server offers it over TLS, and no overall timeout,
-	// since response streams are long. Its idle connections are closed
-	// with the transport. An authorizing http.RoundTripper goes here.
+	// HTTP/2 when the server offers it over TLS, no overall timeout, since
+	// response streams are long, and only redirects that keep the method
+	// and body (307, 308). Its idle connections are closed with the
+	// transport. An authorizing http.RoundTripper goes here.
 	HTTPClient *nethttp.Client
 	// Header is added to every request (e.g. Authorization: Bearer …).
 	// The headers of the protocol (MCP-Protocol-Version, Mcp-Session-Id,
@@ -153,10 +154,24 @@ func New(cfg Config) (*Transport, error) {
 		t.own.ForceAttemptHTTP2 = true
 		// Concurrent requests to one endpoint keep their connections.
 		t.own.MaxIdleConnsPerHost = 16
-		t.client = &nethttp.Client{Transport: t.own}
+		t.client = &nethttp.Client{Transport: t.own, CheckRedirect: keepMethod}
 	}
 	t.life, t.stopLife = context.WithCancelCause(context.Background())
 	return t, nil
+}
+
+// keepMethod follows only redirects that keep the request's method and
+// body (307, 308), at most 10: a 301, 302 or 303 would turn a POST into a
+// GET without its message, so it is returned as the response (a failure
+// status) instead.
+func keepMethod(req *nethttp.Request, via []*nethttp.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if req.Method != via[0].Method {
+		return nethttp.ErrUseLastResponse
+	}
+	return nil
 }
 
 func validHeaderValue(v string) bool {
