@@ -3,6 +3,7 @@ package snodo_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -333,5 +334,71 @@ func TestHTTPModernErrorAtProbeDoesNotFallBack(t *testing.T) {
 	}
 	if n := len(srv.requests("initialize")); n != 0 {
 		t.Errorf("fell back to initialize")
+	}
+}
+
+// Initialize era: a request the server sends on the GET stream is admitted
+// by the client (its handler answers, under WithMaxServerRequests) and
+// answered with a POST carrying the session.
+func TestHTTPServerRequestOnGETStream(t *testing.T) {
+	answers := make(chan httpCall, 4)
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		data, _ := io.ReadAll(r.Body)
+		msg, _ := jsonrpc.Decode(data)
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			switch m.Method {
+			case "server/discover":
+				w.WriteHeader(404)
+			case "initialize":
+				w.Header().Set("Mcp-Session-Id", "s-7")
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, strings.ReplaceAll(initResult, `"id":ID`, `"id":`+string(m.ID.AppendJSON(nil))))
+			}
+		case *jsonrpc.Response:
+			answers <- httpCall{method: r.Method, header: r.Header.Clone(), msg: m}
+			w.WriteHeader(202)
+		case *jsonrpc.Notification:
+			w.WriteHeader(202)
+		default:
+			if r.Method != nethttp.MethodGet {
+				w.WriteHeader(200)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"e1\",\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\",\"message\":\"Name?\",\"requestedSchema\":{\"type\":\"object\",\"properties\":{}}}}\n\n")
+			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":\"ping\"}\n\n")
+			w.(nethttp.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	var calls int
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), snodo.WithHandler(snodo.MethodElicit,
+		snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			calls++
+			return json.RawMessage(`{"action":"decline"}`), nil
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := map[string]string{}
+	timeout := time.After(10 * time.Second)
+	for len(got) < 2 {
+		select {
+		case a := <-answers:
+			r := a.msg.(*jsonrpc.Response)
+			got[r.ID.String()] = string(r.Result)
+			if a.header.Get("Mcp-Session-Id") != "s-7" || a.header.Get("Mcp-Protocol-Version") != "2025-11-25" {
+				t.Errorf("answer headers %v", a.header)
+			}
+		case <-timeout:
+			t.Fatalf("answers %v", got)
+		}
+	}
+	if got["e1"] != `{"action":"decline"}` || got["p1"] != `{}` || calls != 1 {
+		t.Errorf("answers %v, %d handler calls", got, calls)
 	}
 }
