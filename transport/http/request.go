@@ -335,7 +335,9 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 		}
 		msg, err := jsonrpc.Decode(data)
 		if err != nil {
-			t.settle(cl, outcome{err: transport.ConnectionError("the response body is not a JSON-RPC message: "+capText(data), err)})
+			// The decoder's error quotes the body: only its capped, escaped
+			// text goes into the error.
+			t.settle(cl, outcome{err: transport.ConnectionError("the response body is not a JSON-RPC message: "+capText(data), errors.New(capString(safetext.Escape(err.Error(), false))))})
 			return
 		}
 		r, ok := msg.(*jsonrpc.Response)
@@ -505,7 +507,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 				r, ferr := t.failure(resp, baseHeaders(h), cl.id)
 				resp.Body.Close()
 				if ferr == nil {
-					ferr = transport.ConnectionError("resuming the response stream failed: "+r.Error.Message, r.Error)
+					ferr = transport.ConnectionError("resuming the response stream failed: "+capString(safetext.Escape(r.Error.Message, false)), r.Error)
 				} else if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 					ferr = transport.ConnectionError("resuming the response stream failed: the server did not answer with an SSE stream", nil)
 				}

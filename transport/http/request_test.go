@@ -258,3 +258,16 @@ func TestRedirects(t *testing.T) {
 		t.Fatalf("302: %v", err)
 	}
 }
+
+// A body that is not JSON-RPC fails the request; the error shows its
+// start, escaped.
+func TestGarbageBody(t *testing.T) {
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		writeJSON(w, 200, "\x1b]0;pwned\x07"+strings.Repeat("x", 10000))
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL})
+	_, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "m"}, transport.RequestOptions{})
+	if !errors.Is(err, transport.ErrConnection) || containsByte(err.Error(), 0x1b) || containsByte(err.Error(), 0x07) || len(err.Error()) > 2000 {
+		t.Fatalf("%d bytes: %q", len(err.Error()), err)
+	}
+}
