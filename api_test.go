@@ -45,9 +45,14 @@ func TestModernDialectPutsMetaInEveryRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, fc := range append(f.sent("server/discover"), f.sent("tools/call")...) {
+		// tools/call declares the tasks extension, which CallTool follows.
+		caps := `{}`
+		if fc.Req.Method == "tools/call" {
+			caps = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+		}
 		if string(fc.meta("io.modelcontextprotocol/protocolVersion")) != `"2026-07-28"` ||
 			string(fc.meta("io.modelcontextprotocol/clientInfo")) != `{"name":"me","version":"9"}` ||
-			string(fc.meta("io.modelcontextprotocol/clientCapabilities")) != `{}` {
+			string(fc.meta("io.modelcontextprotocol/clientCapabilities")) != caps {
 			t.Errorf("request %d (%s) _meta: %s", i, fc.Req.Method, fc.param("_meta"))
 		}
 	}

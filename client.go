@@ -47,6 +47,9 @@ type Client struct {
 	sessionID   string
 	toolHeaders toolHeaders
 
+	// tasks follows the server's tasks (tasks.go).
+	tasks taskState
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -461,6 +464,11 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 		deadline = time.Now().Add(cc.maxTotal)
 	}
 	onProgress := c.progressFunc(ctx, cc)
+	if ownsProgressToken(cc) {
+		// The task code sent its own token and routes its progress.
+		onProgress = nil
+	}
+	d := c.callDialect(cc)
 	headers := c.messageHeaders(method, params)
 	refreshed := false // tools/list was read again after a -32020
 	for round := 0; ; round++ {
@@ -481,14 +489,14 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 		if onProgress != nil {
 			tokenID, token = c.progressToken()
 		}
-		p, err := buildParams(c.dialect, cc, token, params, tail)
+		p, err := buildParams(d, cc, token, params, tail)
 		if err != nil {
 			return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for %s", method)
 		}
 		req := &jsonrpc.Request{Method: method, Params: p}
 		ropts := transport.RequestOptions{
 			Timeout:                cc.timeout,
-			Dialect:                c.dialect,
+			Dialect:                d,
 			Headers:                headers,
 			OnResponseHeaders:      cc.onResponseHeaders,
 			OnServerRequest:        c.serveRequest,
@@ -530,7 +538,7 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 			}
 			return nil, e
 		}
-		if c.dialect.Era() != EraModern {
+		if d.Era() != EraModern || acceptsTask(cc, resp.Result) {
 			return resp.Result, nil
 		}
 		ir, err := readResultType(resp.Result)

@@ -87,6 +87,9 @@ func (c *Client) onNotification(n *jsonrpc.Notification) {
 		}
 		return
 	}
+	if c.taskNotification(n) {
+		return
+	}
 	c.subs.dispatch(n)
 	if c.cfg.onNotification != nil {
 		c.cfg.onNotification(n.Method, n.Params)

@@ -174,6 +174,7 @@ type callConfig struct {
 	logLevel       LogLevel
 	maxBuffer      int
 	overflow       transport.OverflowPolicy
+	tasks          *taskCallConfig // tasks.go
 
 	// onResponseHeaders receives the response headers (initialize reads
 	// the session ID); transports without headers never call it.

@@ -76,6 +76,7 @@ func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOptio
 	if c.paramHeaders() {
 		res.Tools = c.filterTools(res.Tools)
 	}
+	c.noteTools(res.Tools)
 	return &res, nil
 }
 
@@ -137,15 +138,18 @@ type CallToolResult struct {
 // is answered by the client's handlers and the call retried (see
 // WithHandler and WithMaxRounds).
 //
+// A tool the server runs as a task is waited for: in the legacy era, a
+// tool whose execution.taskSupport is "required" (known from a tools/list
+// the client has seen, or from the server's error saying so, after which
+// the call is made again) is called as a task when the server's
+// capabilities offer tasks for tools/call; in the 2026-07-28 era the call
+// declares the tasks extension and the server decides. CallTool then polls
+// the task to its end and returns its result; see WaitTask for how, and
+// WithTask for the handle instead. When it stops waiting before the task
+// ends — ctx done, WithMaxTotalTimeout passed, an error — it sends
+// tasks/cancel.
+//
 // A tool's own failure is a result with IsError set, not an error.
 func (c *Client) CallTool(ctx context.Context, name string, arguments any, opts ...CallOption) (*CallToolResult, error) {
-	params := struct {
-		Name      string `json:"name"`
-		Arguments any    `json:"arguments,omitempty"`
-	}{name, arguments}
-	var res CallToolResult
-	if err := c.callTyped(ctx, "tools/call", params, &res, opts); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return c.callTool(ctx, name, arguments, c.callConfig(opts))
 }
