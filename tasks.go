@@ -328,9 +328,9 @@ func isTaskResult(result json.RawMessage) bool {
 // 2026-07-28 dialect that declares the extension.
 type taskState struct {
 	mu      sync.Mutex
-	support map[string]string       // tool name → taskSupport, from tools/list
-	byTask  map[string]*taskWaiter  // waiting calls, by task ID
-	byToken map[string]*taskWaiter  // legacy progress tokens, by their JSON
+	support map[string]string      // tool name → taskSupport, from tools/list
+	byTask  map[string]*taskWaiter // waiting calls, by task ID
+	byToken map[string]*taskWaiter // legacy progress tokens, by their JSON
 
 	dialectOnce sync.Once
 	dialect     dialect
