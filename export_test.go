@@ -1,5 +1,7 @@
 package snodo
 
+import "time"
+
 // SetModernVersions replaces the modern versions Snodo speaks, newest
 // first, so that tests can exercise version choice among several; it
 // returns a function that restores them.
@@ -7,4 +9,14 @@ func SetModernVersions(vs []string) (restore func()) {
 	old := modernVersions
 	modernVersions = vs
 	return func() { modernVersions = old }
+}
+
+// SetPollTimer replaces the timer that spaces a task's polls: f receives
+// each wait's duration and returns the channel that ends it (nil: only a
+// notification or the context ends it). It returns a function that
+// restores the real timer.
+func SetPollTimer(f func(d time.Duration) <-chan time.Time) (restore func()) {
+	old := pollTimer
+	pollTimer = func(d time.Duration) (<-chan time.Time, func()) { return f(d), func() {} }
+	return func() { pollTimer = old }
 }

@@ -381,7 +381,7 @@ func (c *Client) noteTools(tools []*Tool) {
 			continue
 		}
 		s := t.TaskSupport()
-		if s != TaskSupportRequired && s != TaskSupportOptional {
+		if s == "" {
 			delete(ts.support, t.Name)
 			continue
 		}
@@ -612,6 +612,10 @@ func (c *Client) callTool(ctx context.Context, name string, arguments any, cc *c
 		}
 		raw, err := c.call(ctx, "tools/call", params, cc)
 		if err == nil {
+			if isLegacyTaskAnswer(raw) {
+				return nil, protocolError(jsonrpc.CodeInternalError, nil,
+					"tools/call %s: the server answered with a task, which the call did not ask for", name)
+			}
 			return decodeToolResult(raw)
 		}
 		if !caps.toolCall || !asksForTask(err) {
@@ -691,6 +695,16 @@ func toolParams(p toolCallParams) ([]byte, error) {
 		return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for tools/call")
 	}
 	return b, nil
+}
+
+// isLegacyTaskAnswer reports whether a legacy tools/call result is a
+// CreateTaskResult: a task and no content.
+func isLegacyTaskAnswer(raw json.RawMessage) bool {
+	var r struct {
+		Task    json.RawMessage `json:"task"`
+		Content json.RawMessage `json:"content"`
+	}
+	return unmarshal(raw, &r) == nil && nonNull(r.Task) != nil && r.Content == nil
 }
 
 func decodeToolResult(raw json.RawMessage) (*CallToolResult, error) {
