@@ -616,9 +616,12 @@ func (c *Client) callTool(ctx context.Context, name string, arguments any, cc *c
 				return nil, protocolError(jsonrpc.CodeInternalError, nil,
 					"tools/call %s: the server answered with a task, which the call did not ask for", name)
 			}
-			return decodeToolResult(raw)
-		}
-		if !caps.toolCall || !asksForTask(err) {
+			res, err := decodeToolResult(raw)
+			if err != nil || !caps.toolCall || !res.IsError || len(res.Content) != 1 || !saysTaskRequired(res.Content[0].Text) {
+				return res, err
+			}
+			// The TypeScript SDK reports the error as the tool's.
+		} else if !caps.toolCall || !asksForTask(err) {
 			return nil, err
 		}
 		// A tool not listed yet, that the server runs only as a task:
@@ -678,15 +681,22 @@ func (c *Client) callTool(ctx context.Context, name string, arguments any, cc *c
 
 // asksForTask reports whether a tools/call error is the server saying that
 // the tool runs only as a task: -32601 (the specification's) or -32600
-// (which it allows), with a message about task augmentation.
+// (which it allows), with a message saying task augmentation is required.
 func asksForTask(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != jsonrpc.KindServer ||
 		(e.Code != jsonrpc.CodeMethodNotFound && e.Code != jsonrpc.CodeInvalidRequest) {
 		return false
 	}
-	m := strings.ToLower(e.Message)
-	return strings.Contains(m, "task augmentation") || strings.Contains(m, "tasksupport") || strings.Contains(m, "task-augmented")
+	return saysTaskRequired(e.Message)
+}
+
+// saysTaskRequired reports whether an error message says that the call
+// must be task-augmented ("requires task augmentation", "Task
+// augmentation required").
+func saysTaskRequired(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "task augmentation") && strings.Contains(m, "requir")
 }
 
 func toolParams(p toolCallParams) ([]byte, error) {

@@ -181,14 +181,27 @@ func TestTaskWaitByDefault(t *testing.T) {
 }
 
 // A legacy tool not listed yet: the server's error saying it needs task
-// augmentation makes the client call again as a task, and remember it;
-// without the server's tasks capability the error is returned as it is.
+// augmentation (a -32601 error, or the isError result the TypeScript SDK
+// gives) makes the client call again as a task, and remember it; without
+// the server's tasks capability the error is returned as it is, and
+// another tool error is the result.
 func TestTaskRetryOnRequiredError(t *testing.T) {
+	t.Run("error", func(t *testing.T) { testTaskRetry(t, false) })
+	t.Run("isError", func(t *testing.T) { testTaskRetry(t, true) })
+}
+
+func testTaskRetry(t *testing.T, asResult bool) {
 	recordPolls(t)
 	handler := func(fc *fakeCall) *jsonrpc.Response {
 		switch fc.Req.Method {
 		case "tools/call":
+			if string(fc.param("name")) == `"other"` {
+				return result(fc, `{"content":[{"type":"text","text":"Tool other not found"}],"isError":true}`)
+			}
 			if fc.param("task") == nil {
+				if asResult {
+					return result(fc, `{"content":[{"type":"text","text":"Tool slow requires task augmentation (taskSupport: 'required')"}],"isError":true}`)
+				}
 				return errorResponse(fc, jsonrpc.CodeMethodNotFound, "Tool slow requires task augmentation (taskSupport: 'required')", "")
 			}
 			return result(fc, created(false, "t-9", poll(false, 100)))
@@ -210,10 +223,18 @@ func TestTaskRetryOnRequiredError(t *testing.T) {
 		t.Errorf("tools/call sequence: %d calls", len(calls))
 	}
 
+	if res, err := c.CallTool(context.Background(), "other", nil); err != nil || !res.IsError || len(f.sent("tools/call")) != 4 {
+		t.Errorf("another tool error: %+v %v", res, err)
+	}
+
 	c, f = connectTasks(t, false, `{"tools":{}}`, handler)
-	_, err := c.CallTool(context.Background(), "slow", nil)
+	res, err := c.CallTool(context.Background(), "slow", nil)
 	var e *snodo.Error
-	if !errors.As(err, &e) || e.Code != jsonrpc.CodeMethodNotFound || len(f.sent("tools/call")) != 1 {
+	if asResult {
+		if err != nil || !res.IsError || len(f.sent("tools/call")) != 1 {
+			t.Errorf("without the capability: %+v %v, %d calls", res, err, len(f.sent("tools/call")))
+		}
+	} else if !errors.As(err, &e) || e.Code != jsonrpc.CodeMethodNotFound || len(f.sent("tools/call")) != 1 {
 		t.Errorf("without the capability: %v, %d calls", err, len(f.sent("tools/call")))
 	}
 }

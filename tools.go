@@ -140,8 +140,10 @@ type CallToolResult struct {
 //
 // A tool the server runs as a task is waited for: in the legacy era, a
 // tool whose execution.taskSupport is "required" (known from a tools/list
-// the client has seen, or from the server's error saying so, after which
-// the call is made again) is called as a task when the server's
+// the client has seen, or from the server's error saying so — a -32601 or
+// -32600 error, or an isError result as the TypeScript SDK gives, whose
+// message says task augmentation is required — after which the call is
+// made again) is called as a task when the server's
 // capabilities offer tasks for tools/call; in the 2026-07-28 era the call
 // declares the tasks extension and the server decides. CallTool then polls
 // the task to its end and returns its result; see WaitTask for how, and

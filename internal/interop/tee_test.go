@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/snodo/snodo/internal/schemacheck"
 )
@@ -26,6 +27,10 @@ const (
 // runTee sits between the client and the real server: it copies the
 // client's lines to the server and the server's lines to the client, and
 // records both, marked "C " (client to server) and "S ", in the log.
+// teeGrace is how long the tee waits for its server to exit at the end of
+// the client's input before interrupting it.
+const teeGrace = 3 * time.Second
+
 func runTee() int {
 	logf, err := os.Create(os.Getenv(teeLogEnv))
 	if err != nil {
@@ -83,7 +88,14 @@ func runTee() int {
 	}()
 	copyLines("C ", os.Stdin, in)
 	in.Close()
-	<-done
+	select {
+	case <-done:
+	case <-time.After(teeGrace):
+		// A server that outlives its stdin (server-everything keeps the
+		// timers of its tasks) is interrupted, as the runner would.
+		_ = cmd.Process.Signal(os.Interrupt)
+		<-done
+	}
 	_ = cmd.Wait()
 	return 0
 }
