@@ -129,7 +129,7 @@ func (a *app) toolsCmd() *cobra.Command {
 	}
 	var argPairs []string
 	var argsJSON string
-	var noValidate bool
+	var noValidate, noWait bool
 	call := &cobra.Command{
 		Use:   "call NAME",
 		Short: "Call a tool; the server's questions go to the handlers, its progress to the display",
@@ -142,7 +142,10 @@ schema does not name, a VALUE that does not fit, and arguments that do not
 fit the schema (a required one missing) are errors (exit 2) before the
 call; --no-validate sends the arguments unchecked.
 
-A result with isError set is printed, and the exit code is 1.`,
+A result with isError set is printed, and the exit code is 1.
+
+A tool the server runs as a task is waited for, its status shown with the
+progress; --no-wait asks for a task and prints it instead (see tasks).`,
 		Example: `  snodo-run tools call echo --arg text=hello -- ./demo
   snodo-run tools call count --arg steps=5 --output text -- ./demo --era legacy
   snodo-run tools call add --args '{"a": 1, "b": 2}' -- npx -y @modelcontextprotocol/server-everything`,
@@ -163,6 +166,9 @@ A result with isError set is printed, and the exit code is 1.`,
 				if err := a.toolArguments(ctx, rt, name, arguments, argPairs, noValidate); err != nil {
 					return err
 				}
+				if noWait {
+					return a.startTask(ctx, rt, name, arguments)
+				}
 				return a.callTool(ctx, rt, name, arguments)
 			})
 		},
@@ -170,6 +176,7 @@ A result with isError set is printed, and the exit code is 1.`,
 	call.Flags().StringArrayVar(&argPairs, "arg", nil, "`KEY=VALUE` argument; repeatable")
 	call.Flags().StringVar(&argsJSON, "args", "", "arguments as a JSON object, or @FILE (@- for stdin)")
 	call.Flags().BoolVar(&noValidate, "no-validate", false, "send the arguments without checking them against the tool's input schema")
+	call.Flags().BoolVar(&noWait, "no-wait", false, "call the tool as a task and print the task instead of waiting for it")
 	a.saveFlag(call)
 	tools.AddCommand(list, call)
 	return tools

@@ -16,7 +16,12 @@ import (
 // the result; a result with isError set is exit 1.
 func (a *app) callTool(ctx context.Context, rt *runner.Runner, name string, arguments map[string]any) error {
 	var res *snodo.CallToolResult
-	err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
+	show := a.progressDisplay()
+	status := a.taskStatusDisplay() // a tool the server runs as a task
+	err := rt.Call(ctx, show, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
+		if status != nil {
+			opts = append(opts, snodo.WithTaskStatus(status))
+		}
 		res, err = rt.Client().CallTool(ctx, name, arguments, opts...)
 		return err
 	})

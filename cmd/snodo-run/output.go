@@ -65,11 +65,16 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
+// textRenderer is output that renders itself as text (tasks.go).
+type textRenderer interface{ renderText(w io.Writer) error }
+
 // renderText writes v for people: tool lists as name, signature and
 // description; content blocks readable; anything else as indented JSON.
 func renderText(w io.Writer, v any) error {
 	w = termSafeWriter{w}
 	switch v := v.(type) {
+	case textRenderer:
+		return v.renderText(w)
 	case toolList:
 		for _, t := range v.Tools {
 			fmt.Fprintf(w, "%s(%s)\n", t.Name, signatureOf(t.InputSchema))

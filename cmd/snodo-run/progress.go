@@ -55,18 +55,23 @@ func (v *progressView) showBar(f *os.File) func(snodo.Progress) {
 			max = int64(*p.Total * scale)
 		}
 		if v.bar == nil {
-			v.bar = progressbar.NewOptions64(max,
-				progressbar.OptionSetWriter(f),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionShowElapsedTimeOnFinish(),
-				progressbar.OptionSetPredictTime(false),
-				progressbar.OptionSpinnerType(14),
-			)
+			v.bar = newBar(f, max)
 		} else if max > 0 && max != v.bar.GetMax64() {
 			v.bar.ChangeMax64(max)
 		}
 		v.update(p.Message, int64(p.Progress*scale))
 	}
+}
+
+// newBar is the bar drawn on f: max -1 is a spinner.
+func newBar(f *os.File, max int64) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(max,
+		progressbar.OptionSetWriter(f),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSpinnerType(14),
+	)
 }
 
 // update shows the message and the value in one frame. The bar's Describe

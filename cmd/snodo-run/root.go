@@ -167,6 +167,7 @@ func (a *app) newRoot() *cobra.Command {
 		a.discoverCmd(), a.toolsCmd(), a.resourcesCmd(), a.promptsCmd(), a.completeCmd(),
 		a.listenCmd(), a.callCmd(), a.handlersCmd(), a.versionCmd(),
 	)
+	root.AddCommand(a.tasksCmd())
 	root.AddCommand(a.proxyCmd())
 	root.AddCommand(a.shellCmd())
 	strictCommands(root)

@@ -35,6 +35,8 @@ reads commands on that one connection until exit, quit or Ctrl-D:
   prompts list                    prompts get NAME [K=V…]
   complete prompt NAME ARG=VALUE [K=V…]
   complete resource URI ARG=VALUE [K=V…]
+  tasks start NAME [K=V…|{JSON}]  call a tool as a task, print the task
+  tasks list                      tasks get|result|cancel ID
   request METHOD [{JSON}]         any request (the one-shot call command)
   discover, info                  the server's identity and capabilities
   listen [--tools] [--prompts] [--resources] [--resource URI]… [--count N]
@@ -481,6 +483,8 @@ func (sh *shell) exec(ctx context.Context, line string, w io.Writer) error {
 		return usageErr("prompts wants list or get, not %q (type help)", sub)
 	case "complete":
 		return sh.complete(ctx, v, rest)
+	case "tasks":
+		return sh.tasks(ctx, v, rest)
 	case "request":
 		return sh.request(ctx, v, rest)
 	case "listen":
@@ -593,32 +597,42 @@ func (sh *shell) toolsList(ctx context.Context, v *app, rest string) error {
 
 func (sh *shell) toolsCall(ctx context.Context, v *app, rest string) error {
 	name, rest := cutWord(rest)
+	arguments, err := sh.toolCallArguments(ctx, v, name, rest)
+	if err != nil {
+		return err
+	}
+	return v.callTool(ctx, sh.rt, name, arguments)
+}
+
+// toolCallArguments checks a tool call's NAME and reads its arguments:
+// K=V words typed by the tool's input schema, or a JSON object.
+func (sh *shell) toolCallArguments(ctx context.Context, v *app, name, rest string) (map[string]any, error) {
 	if name == "" {
-		return usageErr("tools call wants a tool NAME, then K=V arguments or a JSON object")
+		return nil, usageErr("tools call wants a tool NAME, then K=V arguments or a JSON object")
 	}
 	if !v.toolAllowed(name) {
-		return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard (allow: %v, deny: %v)", name, v.settings.allow, v.settings.deny)}
+		return nil, &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard (allow: %v, deny: %v)", name, v.settings.allow, v.settings.deny)}
 	}
 	arguments := map[string]any{}
 	var kv []string
 	if strings.HasPrefix(rest, "{") {
 		var err error
 		if arguments, err = objectArg(rest, "arguments"); err != nil {
-			return err
+			return nil, err
 		}
 	} else {
 		var err error
 		if kv, err = words(rest); err != nil {
-			return err
+			return nil, err
 		}
 		if err := pairs(kv); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := v.toolArguments(ctx, sh.rt, name, arguments, kv, false); err != nil {
-		return err
+		return nil, err
 	}
-	return v.callTool(ctx, sh.rt, name, arguments)
+	return arguments, nil
 }
 
 func (sh *shell) resourcesList(ctx context.Context, v *app, rest string) error {
@@ -937,7 +951,7 @@ func (sh *shell) stopBackground() {
 // ---- help
 
 var shellCommands = []string{"help", "exit", "quit", "discover", "info", "tools", "call", "resources",
-	"prompts", "complete", "request", "listen", "unlisten", "wait", "output"}
+	"prompts", "complete", "tasks", "request", "listen", "unlisten", "wait", "output"}
 
 func (sh *shell) help(w io.Writer, rest string) error {
 	_, body, _ := strings.Cut(shellLong, "\n\n")

@@ -242,6 +242,16 @@ func (n *names) candidates(before []string) []string {
 			return mapKeys(n.tools)
 		}
 		return args(n.tools, before[1], before[2:])
+	case "tasks":
+		switch {
+		case k == 1:
+			return []string{"list", "start", "get", "result", "cancel"}
+		case before[1] != "start":
+		case k == 2:
+			return mapKeys(n.tools)
+		default:
+			return args(n.tools, before[2], before[3:])
+		}
 	case "resources":
 		switch {
 		case k == 1:
