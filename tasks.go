@@ -794,6 +794,7 @@ func (c *Client) followTask(ctx context.Context, w *taskWaiter, task *Task, cc *
 	id := task.TaskID
 	answered := map[string]bool{}
 	rounds := 0
+	polled := time.Now() // the newest answer about the task
 	for {
 		report(task)
 		pollNow := false
@@ -826,7 +827,7 @@ func (c *Client) followTask(ctx context.Context, w *taskWaiter, task *Task, cc *
 			pollNow = true
 		}
 		if !pollNow {
-			if err := c.pauseTask(ctx, w, task, configured, onProgress, report); err != nil {
+			if err := c.pauseTask(ctx, w, task, configured, polled, onProgress, report); err != nil {
 				return nil, err
 			}
 		}
@@ -834,15 +835,16 @@ func (c *Client) followTask(ctx context.Context, w *taskWaiter, task *Task, cc *
 		if err != nil {
 			return nil, err
 		}
-		task = next
+		task, polled = next, time.Now()
 	}
 }
 
 // pauseTask waits before the next poll: the interval the server suggests
 // (bounded), or less when a status notification says the task finished or
-// needs input. It delivers progress and reports notified statuses on the
-// way, in the caller's goroutine.
-func (c *Client) pauseTask(ctx context.Context, w *taskWaiter, task *Task, configured time.Duration, onProgress transport.ProgressFunc, report func(*Task)) error {
+// needs input — but never less than minPollInterval after the last poll
+// (polled), however often the server says so. It delivers progress and
+// reports notified statuses on the way, in the caller's goroutine.
+func (c *Client) pauseTask(ctx context.Context, w *taskWaiter, task *Task, configured time.Duration, polled time.Time, onProgress transport.ProgressFunc, report func(*Task)) error {
 	d := task.PollInterval()
 	if task.PollIntervalMs == nil {
 		d = defaultPollInterval
@@ -871,11 +873,29 @@ func (c *Client) pauseTask(ctx context.Context, w *taskWaiter, task *Task, confi
 			if status != nil && status.TaskID == task.TaskID {
 				if status.Status.Terminal() || status.Status == TaskInputRequired {
 					// Poll now, for the result or the requests.
-					return nil
+					return c.pollFloor(ctx, polled)
 				}
 				report(status)
 			}
 		}
+	}
+}
+
+// pollFloor waits until minPollInterval has passed since polled.
+func (c *Client) pollFloor(ctx context.Context, polled time.Time) error {
+	wait := minPollInterval - time.Since(polled)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return callEndError(ctx, context.Cause(ctx))
+	case <-c.life.Done():
+		return callEndError(ctx, context.Cause(c.life))
+	case <-t.C:
+		return nil
 	}
 }
 

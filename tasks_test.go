@@ -764,3 +764,66 @@ func TestTaskEndlessWorkingBounded(t *testing.T) {
 		}
 	})
 }
+
+// A server that floods terminal status notifications while its tasks/get
+// says working cannot make the client poll faster than once per 50 ms: in
+// a 300 ms wait, a handful of polls, not one per notification.
+func TestTaskNotificationFloodDoesNotFloodPolls(t *testing.T) {
+	eras(t, func(t *testing.T, modern bool) {
+		method := "notifications/tasks/status"
+		if modern {
+			method = "notifications/tasks"
+		}
+		var f *fake
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var sent atomic.Int64
+		started := false
+		t.Cleanup(snodo.SetPollTimer(func(time.Duration) <-chan time.Time {
+			if !started {
+				started = true
+				wg.Go(func() {
+					for range 20000 {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						f.notify(method, task(false, "x-1", "completed", ""))
+						sent.Add(1)
+					}
+				})
+			}
+			return nil // only the notifications end a wait
+		}))
+		c, f := connectTasks(t, modern, fullTaskCaps, func(fc *fakeCall) *jsonrpc.Response {
+			switch fc.Req.Method {
+			case "tools/list":
+				return result(fc, `{"tools":[{"name":"slow","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]}`)
+			case "tools/call":
+				return result(fc, created(modern, "x-1", ""))
+			case "tasks/get":
+				return result(fc, task(modern, "x-1", "working", ""))
+			case "tasks/cancel":
+				if modern {
+					return result(fc, `{}`)
+				}
+				return result(fc, task(false, "x-1", "cancelled", ""))
+			}
+			return noMore(fc)
+		})
+		if _, err := c.ListTools(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.CallTool(context.Background(), "slow", nil, snodo.WithMaxTotalTimeout(300*time.Millisecond))
+		close(stop)
+		wg.Wait()
+		if !errors.Is(err, transport.ErrMaxTotalTimeout) {
+			t.Errorf("CallTool: %v", err)
+		}
+		// 300 ms at one poll per 50 ms at most, whatever the load.
+		if polls := len(f.sent("tasks/get")); polls == 0 || polls > 8 || sent.Load() < int64(polls) {
+			t.Errorf("%d polls for %d notifications", polls, sent.Load())
+		}
+	})
+}
