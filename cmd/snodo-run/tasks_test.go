@@ -144,3 +144,28 @@ func TestShellTasks(t *testing.T) {
 	contains(t, "cancel error", stderr.String(), "-32602")
 	assertNoneLeft(t, mark)
 }
+
+// On a terminal, the shell's tools call shows the task's status message in
+// the progress bar; Ctrl-C cancels the call and the task on the server
+// (tasks/cancel), which tasks get then shows; the session goes on.
+func TestShellTaskOnATerminalCtrlCCancelsTheTask(t *testing.T) {
+	srv := everythingEntry(t)
+	tm := startTerminal(t, nil, append([]string{"shell", "--no-history", "--"}, srv...)...)
+	tm.expect("mcp-servers/everything> ")
+	tm.send("tasks start simulate-research-query topic=kept\r")
+	tm.expect(`"status":"working"`)
+	tm.expect("mcp-servers/everything> ")
+	tm.send("tools call simulate-research-query topic=dropped\r")
+	tm.expect("working: Analyzing content...") // the second stage, in the bar
+	tm.send("\x03")
+	tm.expect(`{"error":{"kind":"interrupted"`)
+	tm.send("output text\r")
+	tm.send("tasks list\r")
+	// Both tasks are listed: the first one still runs or is done, the
+	// interrupted one is cancelled.
+	tm.expect("\tcancelled")
+	tm.send("exit\r")
+	if code := tm.end(); code != 0 {
+		t.Errorf("exit code %d, want 0; output:\n%s", code, tm.screen())
+	}
+}
