@@ -22,6 +22,13 @@
 // handlers, then retries the request with their answers and the server's
 // requestState, for a bounded number of rounds.
 //
+// A tool call the server runs as a task — legacy experimental tasks, or the
+// 2026-07-28 extension io.modelcontextprotocol/tasks — is followed to its
+// end by CallTool: it polls at the server's interval, within bounds, answers
+// the task's input requests with the same Handlers, and returns the
+// result. WithTask returns the task instead, for GetTask, WaitTask,
+// TaskResult, CancelTask and ListTasks.
+//
 // Every failure is a *Error (jsonrpc.Error): kind, code, message, data,
 // cause; errors.Is and errors.As work.
 package snodo
