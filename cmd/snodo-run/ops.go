@@ -19,10 +19,7 @@ func (a *app) callTool(ctx context.Context, rt *runner.Runner, name string, argu
 	show := a.progressDisplay()
 	status := a.taskStatusDisplay() // a tool the server runs as a task
 	err := rt.Call(ctx, show, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-		if status != nil {
-			opts = append(opts, snodo.WithTaskStatus(status))
-		}
-		res, err = rt.Client().CallTool(ctx, name, arguments, opts...)
+		res, err = rt.Client().CallTool(ctx, name, arguments, append(opts, a.taskWaitOptions(status)...)...)
 		return err
 	})
 	a.endProgress()

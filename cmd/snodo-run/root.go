@@ -142,6 +142,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.Int("max-server-requests", runner.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
 	f.Int("max-line-bytes", jsonrpc.DefaultMaxLineBytes, "longest line accepted from the server")
 	f.Duration("timeout", 60*time.Second, "request timeout, a Go duration (30s, 2m)")
+	f.Duration("task-timeout", defaultTaskTimeout, "bound on waiting for a task (tools call, tasks result), a Go duration; 0: none")
 	f.Duration("connect-timeout", runner.DefaultConnectTimeout, "bound on connecting (server/discover probe, initialize handshake) and on shutting the server down")
 	f.String("protocol", "auto", "protocol: auto, legacy, modern, or a version such as 2025-06-18")
 	f.StringArray("env", nil, "`K=V` set in the server's environment; repeatable")

@@ -38,6 +38,7 @@ const (
 	keyMaxLineBytes      = "max_line_bytes"
 	keyTimeout           = "timeout"
 	keyConnectTimeout    = "connect_timeout"
+	keyTaskTimeout       = "task_timeout"
 	keyProtocol          = "protocol"
 	keyEnv               = "env"
 	keyCd                = "cd"
@@ -57,12 +58,14 @@ const configFileName = "snodo"
 
 // settings is the resolved configuration of one snodo-run invocation.
 type settings struct {
-	runner     runner.Config
-	output     string
-	verbose    bool
-	allow      []string
-	deny       []string
-	configFile string // the file read, if any
+	runner runner.Config
+	output string
+	// taskTimeout bounds the wait for a task (0: none).
+	taskTimeout time.Duration
+	verbose     bool
+	allow       []string
+	deny        []string
+	configFile  string // the file read, if any
 }
 
 // fileConfig is the part of the config file whose map keys are names that
@@ -118,13 +121,14 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetDefault(keyMaxLineBytes, jsonrpc.DefaultMaxLineBytes)
 	v.SetDefault(keyTimeout, "60s")
 	v.SetDefault(keyConnectTimeout, runner.DefaultConnectTimeout.String())
+	v.SetDefault(keyTaskTimeout, defaultTaskTimeout.String())
 	v.SetDefault(keyProtocol, "auto")
 	v.SetDefault(keyOutput, "json")
 	v.SetDefault(keyShutdownGrace, runner.DefaultShutdownGrace.String())
 	for key, flag := range map[string]string{
 		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
 		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
-		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyProtocol: "protocol", keyEnv: "env",
+		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyTaskTimeout: "task-timeout", keyProtocol: "protocol", keyEnv: "env",
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
 		keyNoPIDNamespace: "no-pid-namespace",
@@ -238,6 +242,9 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 		return nil, err
 	}
 	if rc.ConnectTimeout, err = duration(v, keyConnectTimeout); err != nil {
+		return nil, err
+	}
+	if s.taskTimeout, err = duration(v, keyTaskTimeout); err != nil {
 		return nil, err
 	}
 	rc.MaxServerRequests = v.GetInt(keyMaxServerRequests)

@@ -40,7 +40,7 @@ var configSchema = fields(map[string]*schema{
 		"name": leaf, "command": leaf, "args": leaf, "cd": leaf, "env": leaf,
 	}),
 	keyHandler: leaf, keyHandlerConfig: leaf, keyProgress: leaf, keySubscriber: leaf,
-	keyMaxServerRequests: leaf, keyMaxLineBytes: leaf, keyTimeout: leaf, keyConnectTimeout: leaf,
+	keyMaxServerRequests: leaf, keyMaxLineBytes: leaf, keyTimeout: leaf, keyConnectTimeout: leaf, keyTaskTimeout: leaf,
 	keyProtocol: leaf, keyEnv: leaf, keyCd: leaf, keyOutput: leaf, keyVerbose: leaf,
 	keyServerStderr: leaf, keyShutdownGrace: leaf, keyCacheDir: leaf, keyNoPIDNamespace: leaf,
 	"guard": fields(map[string]*schema{"allow": leaf, "deny": leaf}),
@@ -256,7 +256,7 @@ func envName(key string) string {
 // envKeys are the settings keys that SNODO_ variables set.
 var envKeys = []string{
 	keyServerName, keyServerCommand, keyServerArgs, keyServerCd, keyHandler, keyHandlerConfig,
-	keyProgress, keySubscriber, keyMaxServerRequests, keyMaxLineBytes, keyTimeout, keyConnectTimeout,
+	keyProgress, keySubscriber, keyMaxServerRequests, keyMaxLineBytes, keyTimeout, keyConnectTimeout, keyTaskTimeout,
 	keyProtocol, keyEnv, keyCd, keyOutput, keyVerbose, keyServerStderr, keyShutdownGrace,
 	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace,
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -90,6 +91,22 @@ func (a *app) tasksCmd() *cobra.Command {
 	a.saveFlag(result)
 	tasks.AddCommand(list, get, result, cancel)
 	return tasks
+}
+
+// defaultTaskTimeout is the default of --task-timeout.
+const defaultTaskTimeout = 30 * time.Minute
+
+// taskWaitOptions are the options of a call that may wait for a task: its
+// status display and the --task-timeout bound.
+func (a *app) taskWaitOptions(status func(snodo.Task)) []snodo.CallOption {
+	var opts []snodo.CallOption
+	if status != nil {
+		opts = append(opts, snodo.WithTaskStatus(status))
+	}
+	if a.settings.taskTimeout > 0 {
+		opts = append(opts, snodo.WithMaxTotalTimeout(a.settings.taskTimeout))
+	}
+	return opts
 }
 
 // taskList is the output of tasks list.
@@ -188,10 +205,7 @@ func (a *app) waitTask(ctx context.Context, rt *runner.Runner, id string) error 
 	show := a.progressDisplay()
 	status := a.taskStatusDisplay()
 	err := rt.Call(ctx, show, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
-		if status != nil {
-			opts = append(opts, snodo.WithTaskStatus(status))
-		}
-		res, err = rt.Client().WaitTask(ctx, id, opts...)
+		res, err = rt.Client().WaitTask(ctx, id, append(opts, a.taskWaitOptions(status)...)...)
 		return err
 	})
 	a.endProgress()

@@ -34,13 +34,13 @@ func everythingEntry(t *testing.T) []string {
 // "required"): tools call runs it as a task, waits for it showing its
 // status (log lines with --verbose), and prints the result; with an
 // ambiguous topic the task asks for input, answered by a Wasm handler.
-// --no-wait prints the task instead; tasks get of an unknown ID is the
-// server's error.
+// --no-wait prints the task instead; --task-timeout bounds the wait;
+// tasks get of an unknown ID is the server's error.
 func TestToolsCallWaitsForATask(t *testing.T) {
 	srv := everythingEntry(t)
 	with := func(args ...string) []string { return append(args, append([]string{"--"}, srv...)...) }
 
-	// The command of the requirement, as it is.
+	// The command as a user types it.
 	r := ok(t, cli(t, with("tools", "call", "simulate-research-query", "--arg", "topic=x")...))
 	var res struct {
 		Content []struct{ Text string } `json:"content"`
@@ -65,11 +65,18 @@ func TestToolsCallWaitsForATask(t *testing.T) {
 		t.Errorf("--no-wait printed %s", r.stdout)
 	}
 
+	// --task-timeout bounds the wait (exit 4); SNODO_TASK_TIMEOUT sets it too.
+	e := exits(t, cli(t, with("--task-timeout", "1500ms", "tools", "call", "simulate-research-query", "--arg", "topic=slow")...), exitTimeout, "transport")
+	contains(t, "task timeout", e.Message, "maximum total timeout of 1.5s")
+	e = exits(t, cliWith(t, runOpts{env: []string{"SNODO_TASK_TIMEOUT=1s"}}, with("tools", "call", "simulate-research-query", "--arg", "topic=slow")...), exitTimeout, "transport")
+	contains(t, "task timeout from the environment", e.Message, "maximum total timeout of 1s")
+	exits(t, cli(t, with("--task-timeout", "soon", "tools", "call", "simulate-research-query", "--arg", "topic=slow")...), exitUsage, "")
+
 	r = ok(t, cli(t, with("tasks", "list")...))
 	if strings.TrimSpace(r.stdout) != `{"tasks":[]}` {
 		t.Errorf("tasks list of a new server: %s", r.stdout)
 	}
-	e := exits(t, cli(t, with("tasks", "get", "no-such-task")...), exitServer, "server")
+	e = exits(t, cli(t, with("tasks", "get", "no-such-task")...), exitServer, "server")
 	if e.Code != -32602 {
 		t.Errorf("tasks get of an unknown ID: %+v", e)
 	}
