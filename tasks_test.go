@@ -2,9 +2,11 @@ package snodo_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	nethttp "net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -826,4 +828,53 @@ func TestTaskNotificationFloodDoesNotFloodPolls(t *testing.T) {
 			t.Errorf("%d polls for %d notifications", polls, sent.Load())
 		}
 	})
+}
+
+// Over Streamable HTTP in the 2026-07-28 era, a task's requests carry its
+// ID in Mcp-Name (the extension's routing header), and CallTool follows
+// the handle to its result.
+func TestTaskOverHTTPCarriesTheTaskIDInMcpName(t *testing.T) {
+	recordPolls(t)
+	gets := 0
+	srv := newMCPHTTPServer(t, func(req *jsonrpc.Request, h nethttp.Header) (int, string, nethttp.Header) {
+		switch req.Method {
+		case "server/discover":
+			return 200, httpDiscoverResult, nil
+		case "tools/call":
+			return 200, `{"jsonrpc":"2.0","id":ID,"result":` + created(true, "task/ü 1", "") + `}`, nil
+		case "tasks/get":
+			gets++
+			if gets == 1 {
+				return 200, `{"jsonrpc":"2.0","id":ID,"result":` + task(true, "task/ü 1", "working", "") + `}`, nil
+			}
+			return 200, `{"jsonrpc":"2.0","id":ID,"result":` + task(true, "task/ü 1", "completed", `"result":`+doneResult) + `}`, nil
+		case "tasks/cancel":
+			return 200, `{"jsonrpc":"2.0","id":ID,"result":{}}`, nil
+		}
+		return 200, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32601,"message":"no"}}`, nil
+	})
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.CallTool(context.Background(), "slow", nil)
+	if err != nil || res.Content[0].Text != "done" {
+		t.Fatalf("CallTool: %+v %v", res, err)
+	}
+	if _, err := c.CancelTask(context.Background(), "task/ü 1"); err != nil {
+		t.Fatal(err)
+	}
+	want := "=?base64?" + base64.StdEncoding.EncodeToString([]byte("task/ü 1")) + "?="
+	for _, m := range []string{"tasks/get", "tasks/cancel"} {
+		reqs := srv.requests(m)
+		if len(reqs) == 0 {
+			t.Fatalf("no %s", m)
+		}
+		for _, r := range reqs {
+			if got := r.header.Get("Mcp-Name"); got != want || r.header.Get("Mcp-Method") != m {
+				t.Errorf("%s: Mcp-Name %q, Mcp-Method %q", m, got, r.header.Get("Mcp-Method"))
+			}
+		}
+	}
 }
