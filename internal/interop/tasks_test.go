@@ -103,7 +103,7 @@ func TestServerEverythingTasks(t *testing.T) {
 
 	before := elicitCalls.Load()
 	got2 := mustCall(t, c, "simulate-research-query", map[string]any{"topic": "python", "ambiguous": true}, status)
-	if elicitCalls.Load() != before+1 || !strings.Contains(got2, "Clarification") {
+	if elicitCalls.Load() != before+1 || !strings.Contains(got2, "Clarification") || strings.Contains(got2, "unavailable") {
 		t.Errorf("ambiguous: %d elicitations, result %q", elicitCalls.Load()-before, got2)
 	}
 	mu.Lock()
@@ -130,5 +130,35 @@ func TestServerEverythingTasks(t *testing.T) {
 	ct, err := c.CancelTask(ctx, h.TaskID)
 	if err != nil || ct.Status != snodo.TaskCancelled {
 		t.Errorf("CancelTask: %+v %v", ct, err)
+	}
+}
+
+// The same task tool over Streamable HTTP: the task's elicitation comes on
+// the SSE stream of tasks/result and is answered by POST; the result comes
+// when the task ends.
+func TestHTTPServerEverythingTasks(t *testing.T) {
+	url := startEverythingHTTP(t)
+	c, _ := connectHTTP(t, url)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Until the tool is registered it is "not found", a bounded number of
+	// times; the first call learns from the server that it is a task.
+	var got string
+	before := elicitCalls.Load()
+	for range 100 {
+		res, err := c.CallTool(ctx, "simulate-research-query", map[string]any{"topic": "python", "ambiguous": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = textOf(res)
+		if !res.IsError || !strings.Contains(got, "not found") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(got, "Research Report: python") || !strings.Contains(got, "Clarification") ||
+		strings.Contains(got, "unavailable") || elicitCalls.Load() != before+1 {
+		t.Errorf("%d elicitations, result %q", elicitCalls.Load()-before, got)
 	}
 }
