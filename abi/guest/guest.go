@@ -25,20 +25,33 @@
 // global state lives as long as the instance, which the host may replace
 // at any time (after a failure, or with a fresh one for concurrency).
 //
+// The SDK decodes requests and encodes results with its own JSON codec,
+// which gives what encoding/json gives for the same types, without
+// reflection: under Wasm with the host's deadline
+// mechanism, every function call and loop iteration of the guest costs a
+// check by the host, and an allocation several microseconds, so the codec
+// decodes the params while it reads the input, allocates nothing for the
+// request itself, and makes one copy of the input per call, shared by all
+// the strings and raw values of the request (a string a handler keeps
+// keeps that copy alive). Values of other types in a result (a handler's
+// own struct in Content, say) are encoded by encoding/json.
+//
 // The package builds on every platform; off wasip1 the host imports are
 // inert, which lets handler logic be tested with go test (see Call).
 package guest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/snodo/snodo/abi"
 )
 
 var (
-	handlers = map[string]func(Context, json.RawMessage) (any, error){}
+	handlers = map[string]handler{}
 	progress func(Context, Progress) (Action, error)
 	events   func(Context, Event) (Action, error)
 	name     string
@@ -47,34 +60,72 @@ var (
 // SetName sets the module's name in its manifest (used in host logs).
 func SetName(n string) { name = n }
 
-func register[Req, Res any](method string, f func(Context, Req) (Res, error)) {
+// handler answers one method. Its request lives in the handler, decoded
+// in place while the input is read: an instance runs one call at a time
+// (and Call takes callMu), so one request per method suffices, and
+// nothing is allocated for it.
+type handler interface {
+	// reset zeroes the request.
+	reset()
+	// decode reads params into the request, from the cursor.
+	decode(d *decoder) error
+	// run calls the handler with the request and appends the result to
+	// out.
+	run(ctx Context, out []byte) ([]byte, error)
+}
+
+type typedHandler[Req any, PReq interface {
+	*Req
+	jsonDecoder
+}, Res jsonAppender] struct {
+	f   func(Context, Req) (Res, error)
+	req Req
+}
+
+func (h *typedHandler[Req, PReq, Res]) reset() {
+	var zero Req
+	h.req = zero
+}
+
+func (h *typedHandler[Req, PReq, Res]) decode(d *decoder) error {
+	return PReq(&h.req).decodeJSON(d)
+}
+
+func (h *typedHandler[Req, PReq, Res]) run(ctx Context, out []byte) ([]byte, error) {
+	res, err := h.f(ctx, h.req)
+	if err != nil {
+		return out, err
+	}
+	n := len(out)
+	if out, err = res.appendJSON(out); err != nil {
+		return out[:n], fmt.Errorf("encode result: %w", err)
+	}
+	return out, nil
+}
+
+func register[Req any, PReq interface {
+	*Req
+	jsonDecoder
+}, Res jsonAppender](method string, f func(Context, Req) (Res, error)) {
 	if f == nil {
 		panic("guest: nil handler for " + method)
 	}
-	handlers[method] = func(ctx Context, params json.RawMessage) (any, error) {
-		var req Req
-		if len(params) > 0 {
-			if err := json.Unmarshal(params, &req); err != nil {
-				return nil, &Error{Code: -32602, Message: fmt.Sprintf("invalid %s params: %v", method, err)}
-			}
-		}
-		return f(ctx, req)
-	}
+	handlers[method] = &typedHandler[Req, PReq, Res]{f: f}
 }
 
 // HandleElicitation makes the module answer elicitation/create with f.
 func HandleElicitation(f func(Context, ElicitRequest) (ElicitResult, error)) {
-	register(abi.MethodElicitationCreate, f)
+	register[ElicitRequest, *ElicitRequest](abi.MethodElicitationCreate, f)
 }
 
 // HandleSampling makes the module answer sampling/createMessage with f.
 func HandleSampling(f func(Context, SamplingRequest) (SamplingResult, error)) {
-	register(abi.MethodSamplingCreate, f)
+	register[SamplingRequest, *SamplingRequest](abi.MethodSamplingCreate, f)
 }
 
 // HandleRoots makes the module answer roots/list with f.
 func HandleRoots(f func(Context, RootsRequest) (RootsResult, error)) {
-	register(abi.MethodRootsList, f)
+	register[RootsRequest, *RootsRequest](abi.MethodRootsList, f)
 }
 
 // HandleProgress makes the module a progress consumer: f sees every
@@ -142,57 +193,82 @@ func manifest() []byte {
 	return b
 }
 
+// dec is the decoder of the call being made (one at a time); its scratch
+// buffer is kept from call to call.
+var dec decoder
+
+// callMu makes Call run one call at a time, as an instance does.
+var callMu sync.Mutex
+
 // dispatch runs one call of the entry point e with its input, and returns
-// the status and output (nil for none).
-func dispatch(export string, input []byte) (abi.Status, []byte) {
+// the status and output (nil for none), appended to out. One call at a
+// time.
+//
+// The decoded strings and raw values share the memory of one copy of the
+// input, made here: the host reuses its input buffer for the next call,
+// while a handler may keep what it was given. One copy per call instead
+// of one per string matters under Wasm, where each allocation costs
+// microseconds.
+func dispatch(export string, input, out []byte) (abi.Status, []byte) {
+	out = out[:0]
+	d := &dec
+	*d = decoder{data: bytes.Clone(input), scratch: d.scratch[:0]}
+	defer func() { d.data = nil }()
 	switch export {
 	case abi.ExportHandle:
-		var req abi.Request
-		if err := json.Unmarshal(input, &req); err != nil {
-			return errorOutput(&Error{Code: -32602, Message: "invalid request envelope: " + err.Error()})
+		h, method, err := d.request()
+		if err != nil {
+			if h != nil {
+				h.reset()
+			}
+			if h == nil {
+				return errorOutput(out, &Error{Code: -32602, Message: "invalid request envelope: " + err.Error()})
+			}
+			return errorOutput(out, &Error{Code: -32602, Message: fmt.Sprintf("invalid %s params: %v", method, err)})
 		}
-		h := handlers[req.Method]
 		if h == nil {
-			return errorOutput(&Error{Code: -32601, Message: "method not found: " + req.Method})
+			return errorOutput(out, &Error{Code: -32601, Message: "method not found: " + method})
 		}
-		res, err := h(Context{Method: req.Method}, req.Params)
+		out, err = h.run(Context{Method: method}, out)
+		h.reset()
 		if err != nil {
-			return errorOutput(err)
-		}
-		out, err := json.Marshal(res)
-		if err != nil {
-			return errorOutput(fmt.Errorf("encode result: %w", err))
+			return errorOutput(out[:0], err)
 		}
 		return abi.StatusOK, out
 	case abi.ExportProgress:
 		if progress == nil {
-			return errorOutput(&Error{Code: -32601, Message: "module does not consume progress"})
+			return errorOutput(out, &Error{Code: -32601, Message: "module does not consume progress"})
 		}
-		var env abi.Progress
+		params, err := decodeProgressEnvelope(d.data)
+		if err != nil {
+			return errorOutput(out, err)
+		}
 		var p Progress
-		if err := json.Unmarshal(input, &env); err != nil {
-			return errorOutput(err)
+		*d = decoder{data: params, scratch: d.scratch}
+		d.ws()
+		if err := d.done(p.decodeJSON(d)); err != nil {
+			return errorOutput(out, &Error{Code: -32602, Message: "invalid progress params: " + err.Error()})
 		}
-		if err := json.Unmarshal(env.Params, &p); err != nil {
-			return errorOutput(&Error{Code: -32602, Message: "invalid progress params: " + err.Error()})
-		}
-		return action(progress(Context{Method: "notifications/progress"}, p))
+		a, err := progress(Context{Method: "notifications/progress"}, p)
+		return action(out, a, err)
 	case abi.ExportEvent:
 		if events == nil {
-			return errorOutput(&Error{Code: -32601, Message: "module does not consume events"})
+			return errorOutput(out, &Error{Code: -32601, Message: "module does not consume events"})
 		}
 		var ev Event
-		if err := json.Unmarshal(input, &ev); err != nil {
-			return errorOutput(err)
+		d.ws()
+		if err := d.done(ev.decodeJSON(d)); err != nil {
+			return errorOutput(out, err)
 		}
-		return action(events(Context{Method: ev.Method}, ev))
+		a, err := events(Context{Method: ev.Method}, ev)
+		return action(out, a, err)
 	}
-	return errorOutput(errors.New("unknown entry point " + export))
+	return errorOutput(out, errors.New("unknown entry point "+export))
 }
 
-func action(a Action, err error) (abi.Status, []byte) {
+func action(out []byte, a Action, err error) (abi.Status, []byte) {
 	if err != nil {
-		return errorOutput(err)
+		return errorOutput(out, err)
 	}
 	if a == Stop {
 		return abi.StatusStop, nil
@@ -200,16 +276,16 @@ func action(a Action, err error) (abi.Status, []byte) {
 	return abi.StatusOK, nil
 }
 
-func errorOutput(err error) (abi.Status, []byte) {
+func errorOutput(out []byte, err error) (abi.Status, []byte) {
 	var e *Error
 	if !errors.As(err, &e) {
 		e = &Error{Code: -32603, Message: err.Error()}
 	}
-	out, merr := json.Marshal(e)
+	b, merr := e.appendJSON(out[:0])
 	if merr != nil {
-		out, _ = json.Marshal(&Error{Code: e.Code, Message: e.Message})
+		b, _ = (&Error{Code: e.Code, Message: e.Message}).appendJSON(out[:0])
 	}
-	return abi.StatusError, out
+	return abi.StatusError, b
 }
 
 // Call runs the module's registered handler for an ABI entry point
@@ -217,7 +293,12 @@ func errorOutput(err error) (abi.Status, []byte) {
 // envelope, as the host would, and returns the status and output. It lets
 // handler logic be tested natively with go test; configuration is the one
 // given to SetTestConfig.
-func Call(export string, input []byte) (abi.Status, []byte) { return dispatch(export, input) }
+// Calls are made one at a time, as an instance makes them.
+func Call(export string, input []byte) (abi.Status, []byte) {
+	callMu.Lock()
+	defer callMu.Unlock()
+	return dispatch(export, input, nil)
+}
 
 // Manifest returns the manifest the module gives the host.
 func Manifest() []byte { return manifest() }

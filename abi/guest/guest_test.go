@@ -9,7 +9,7 @@ import (
 )
 
 func reset() {
-	handlers = map[string]func(Context, json.RawMessage) (any, error){}
+	handlers = map[string]handler{}
 	progress, events, name = nil, nil, ""
 	SetTestConfig([]byte("null"))
 }

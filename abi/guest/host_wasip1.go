@@ -70,10 +70,17 @@ func snodoDescribe() uint32 {
 	return uint32(abi.StatusOK)
 }
 
+// outBuf is where calls write their output, kept from call to call: the
+// host copies the output when set_output is called.
+var outBuf = make([]byte, 0, 1024)
+
 func run(export string, n uint32) uint32 {
-	st, out := dispatch(export, input[:n])
+	st, out := dispatch(export, input[:n], outBuf)
 	if out != nil {
 		output(out)
+		if cap(out) <= 64<<10 {
+			outBuf = out[:0]
+		}
 	}
 	return uint32(st)
 }

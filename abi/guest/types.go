@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -75,12 +76,18 @@ type SamplingMessage struct {
 
 // Text returns the text of the message's text content blocks, joined.
 func (m SamplingMessage) Text() string {
+	content := bytes.Clone(m.Content) // the strings decoded share its memory
 	var one TextContent
-	if json.Unmarshal(m.Content, &one) == nil && one.Type == "text" {
+	d := decoder{data: content}
+	d.ws()
+	if d.done(one.decodeJSON(&d)) == nil && one.Type == "text" {
 		return one.Text
 	}
 	var many []TextContent
-	if json.Unmarshal(m.Content, &many) != nil {
+	d = decoder{data: content, where: "SamplingMessage"}
+	d.ws()
+	err := d.done(d.textsField(&many))
+	if err != nil {
 		return ""
 	}
 	var s string
