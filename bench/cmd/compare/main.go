@@ -31,11 +31,16 @@ func main() {
 	only := flag.String("only", "", "comma-separated client names to run (default all)")
 	from := flag.String("from", "", "render the report from this raw results file instead of running")
 	doc := flag.String("doc", "", "also put the report into this Markdown file, between the side-by-side markers")
+	pin := flag.Bool("pin", false, "run the servers on one CPU and the clients on another (taskset)")
 	flag.Parse()
 
 	root, err := harness.FindRoot()
 	check(err)
 	p := harness.Paths{Root: root, Bin: filepath.Join(root, "bin")}
+	if *pin {
+		p.Pin, err = harness.NewPinning()
+		check(err)
+	}
 	ctx := context.Background()
 	if *from != "" {
 		report, err := rerender(p, *from)
@@ -110,6 +115,7 @@ func main() {
 	report := render(results, names, reportInfo{
 		rounds:    *rounds,
 		scale:     *scale,
+		pin:       p.Pin,
 		elapsed:   elapsed,
 		snodo:     withSnodo,
 		snodoErr:  snodoErr,

@@ -12,6 +12,7 @@ import (
 )
 
 type reportInfo struct {
+	pin       *harness.Pinning
 	rounds    int
 	scale     float64
 	elapsed   time.Duration
@@ -238,7 +239,11 @@ func render(results map[string]map[string][]driver.Result, clients []string, inf
 
 	fmt.Fprintf(&b, "\n- Machine: %s, shared with other builds and tests while measuring: figures are noisy; compare clients only within one run.\n", info.machine)
 	fmt.Fprintf(&b, "- Versions: %s.\n", strings.Join(info.versions, ", "))
-	fmt.Fprintf(&b, "- Command: `make bench-compare` (= `make -C bench compare`: `npm ci`, then `go run ./cmd/compare --rounds %d`)", info.rounds)
+	if info.pin != nil {
+		fmt.Fprintf(&b, "- Command: `make bench-compare PIN=1` (= `make -C bench compare PIN=1`: `npm ci`, then `go run ./cmd/compare --rounds %d --pin`; servers on CPU %s, clients on CPU %s, with taskset)", info.rounds, info.pin.Server, info.pin.Client)
+	} else {
+		fmt.Fprintf(&b, "- Command: `make bench-compare` (= `make -C bench compare`: `npm ci`, then `go run ./cmd/compare --rounds %d`)", info.rounds)
+	}
 	if info.elapsed > 0 {
 		fmt.Fprintf(&b, "; %d rounds took %s", info.rounds, info.elapsed.Round(time.Second))
 	}

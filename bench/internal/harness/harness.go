@@ -48,6 +48,70 @@ type Client struct {
 type Paths struct {
 	Root string // the bench module's directory
 	Bin  string // where the Go executables are built
+	// Pin, when set, runs every server on one CPU and every client on
+	// another (taskset from util-linux), so that the two do not compete
+	// for a core with each other and the scheduler moves neither.
+	Pin *Pinning
+}
+
+// Pinning is the CPUs servers and clients run on, as taskset -c takes them.
+type Pinning struct {
+	Server, Client string
+}
+
+// NewPinning pins servers to the first CPU this process may use and
+// clients to the second; it fails when taskset is missing or fewer than
+// two CPUs are available.
+func NewPinning() (*Pinning, error) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return nil, fmt.Errorf("PIN needs taskset (Debian package util-linux): %v", err)
+	}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	if len(cpus) < 2 {
+		return nil, fmt.Errorf("PIN needs two CPUs, this process may use %d", len(cpus))
+	}
+	return &Pinning{Server: strconv.Itoa(cpus[0]), Client: strconv.Itoa(cpus[1])}, nil
+}
+
+// parseCPUList parses a Linux CPU list ("0-1", "0,2-3").
+func parseCPUList(list string) ([]int, error) {
+	var cpus []int
+	for part := range strings.SplitSeq(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		z := a
+		var err2 error
+		if isRange {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || z < a {
+			return nil, fmt.Errorf("PIN: cannot read the CPU list %q", list)
+		}
+		for c := a; c <= z; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// allowedCPUs lists the CPUs of this process's affinity mask, from
+// /proc/self/status (Cpus_allowed_list, e.g. "0-1" or "0,2-3").
+func allowedCPUs() ([]int, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil, fmt.Errorf("PIN: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		list, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
+		if !ok {
+			continue
+		}
+		return parseCPUList(strings.TrimSpace(list))
+	}
+	return nil, fmt.Errorf("PIN: no Cpus_allowed_list in /proc/self/status")
 }
 
 // FindRoot returns the bench module's directory, searching upwards from the
@@ -218,13 +282,28 @@ func Cases(scale float64) []Case {
 // ServerArgv is the server command line for a client in a case.
 func ServerArgv(p Paths, c Case, cl Client) string {
 	if cl.Name == Floor {
-		return filepath.Join(p.Bin, "floorchild")
+		return p.pinned(p.Pin.server()) + filepath.Join(p.Bin, "floorchild")
 	}
 	bin := "leanserver"
 	if c.Server == SDK {
 		bin = "sdkserver"
 	}
-	return filepath.Join(p.Bin, bin) + " --era " + c.Era
+	return p.pinned(p.Pin.server()) + filepath.Join(p.Bin, bin) + " --era " + c.Era
+}
+
+func (pin *Pinning) server() string {
+	if pin == nil {
+		return ""
+	}
+	return pin.Server
+}
+
+// pinned is the taskset prefix of a command line for cpu ("" for none).
+func (p Paths) pinned(cpu string) string {
+	if cpu == "" {
+		return ""
+	}
+	return "taskset -c " + cpu + " "
 }
 
 // Run runs one client in one case and returns its result; a run that fails
@@ -237,7 +316,14 @@ func Run(ctx context.Context, p Paths, c Case, cl Client, timeout time.Duration)
 	if c.Size > 0 {
 		args = append(args, "--size", strconv.Itoa(c.Size))
 	}
-	cmd := exec.CommandContext(ctx, cl.Argv[0], args...)
+	argv0 := cl.Argv[0]
+	if p.Pin != nil {
+		// The server is the client's child: its own taskset in the server
+		// command line moves it to its CPU.
+		args = append([]string{"-c", p.Pin.Client, argv0}, args...)
+		argv0 = "taskset"
+	}
+	cmd := exec.CommandContext(ctx, argv0, args...)
 	cmd.Dir = p.Root
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
