@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 
@@ -23,6 +24,7 @@ import (
 func main() {
 	// The init of the server's PID namespace is snodo-run run again.
 	runner.Init()
+	memoryDefaults()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -31,6 +33,29 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, stderr)
 	exiting.Lock() // a second signal's exit, under way, goes first
 	os.Exit(code)
+}
+
+// snodo-run's garbage collector settings, where the environment does not
+// set GOGC or GOMEMLIMIT (which keep their meaning, as Go defines them).
+const (
+	defaultGOGC        = 50
+	defaultMemoryLimit = 256 << 20
+)
+
+// memoryDefaults applies snodo-run's garbage collector settings. MCP
+// messages are mostly small and what snodo-run keeps between them is
+// little, so collecting at 50% growth instead of 100% keeps the peak
+// resident memory near what the process holds, for a little more CPU; the
+// soft limit of 256 MiB makes the collector work harder before a run of
+// large messages (up to the 16 MiB line limit each) grows the heap past
+// it. Neither caps the heap: a process that needs more gets it.
+func memoryDefaults() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGOGC)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 }
 
 // exiting is held by whoever exits the process.
