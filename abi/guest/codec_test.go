@@ -233,6 +233,15 @@ func unmarshal(data []byte, v any) error {
 	return json.Unmarshal(data, v)
 }
 
+// marshalAppend appends v's JSON to b, with the SDK's encoder when it
+// knows v's type.
+func marshalAppend(b []byte, v any) ([]byte, error) {
+	if a, ok := v.(jsonAppender); ok {
+		return a.appendJSON(b)
+	}
+	return appendAny(b, v)
+}
+
 type marshalerValue struct{}
 
 func (marshalerValue) MarshalJSON() ([]byte, error) { return []byte(`{"custom" : true}`), nil }

@@ -104,14 +104,6 @@ func (d *decoder) peek() byte {
 	return 0
 }
 
-// null consumes a null literal if there is one.
-func (d *decoder) null() (bool, error) {
-	if d.peek() != 'n' {
-		return false, nil
-	}
-	return true, d.literal("null")
-}
-
 func (d *decoder) literal(lit string) error {
 	if len(d.data)-d.i < len(lit) {
 		d.i = len(d.data)

@@ -24,15 +24,6 @@ type jsonAppender interface {
 	appendJSON(b []byte) ([]byte, error)
 }
 
-// marshalAppend appends v's JSON to b, with the SDK's encoder when it
-// knows v's type.
-func marshalAppend(b []byte, v any) ([]byte, error) {
-	if a, ok := v.(jsonAppender); ok {
-		return a.appendJSON(b)
-	}
-	return appendAny(b, v)
-}
-
 // appendAny appends any value: the types a handler's results usually hold
 // directly, anything else through encoding/json.
 func appendAny(b []byte, v any) ([]byte, error) {
