@@ -784,12 +784,12 @@ func (d *decoder) request() (h handler, method string, err error) {
 	if err != nil {
 		return nil, method, err
 	}
-	h = handlers[method]
-	switch {
-	case h == nil:
+	if inPlace != nil {
+		// The method has not changed since the params were decoded.
+		return inPlace, method, paramErr
+	}
+	if h = handlers[method]; h == nil {
 		return nil, method, nil
-	case inPlace == h:
-		return h, method, paramErr
 	}
 	h.reset()
 	if len(raw) > 0 {
