@@ -125,6 +125,7 @@ type Conn struct {
 	out      outQueue        // messages for the writer
 	writeMu  sync.Mutex      // held by whoever writes to stdin
 	rawStdin syscall.RawConn // stdin, for the non-blocking fast path
+	fast     fastWrite       // the fast path's write, under writeMu
 
 	nextID atomic.Int64
 
@@ -229,6 +230,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("stdio: %w", err)
 	}
 	c.out.init(cfg.MaxQueuedBytes)
+	c.fast.init()
 	c.handlerCtx, c.stopCtx = context.WithCancelCause(context.Background())
 	go c.waitLoop()
 	go c.writeLoop()

@@ -26,6 +26,8 @@ const batchBytes = 64 << 10
 // outMsg is one line for the server's stdin, newline included.
 type outMsg struct {
 	data []byte
+	// pooled is the bufPool entry data came from, given back with it.
+	pooled *[]byte
 	// state moves from msgQueued under the queue's lock; it is read
 	// without it.
 	state atomic.Int32
@@ -55,10 +57,10 @@ func (m *outMsg) abandon() bool {
 	}
 	m.state.Store(msgAbandoned)
 	q.unlinkLocked(m)
-	data := m.data
-	m.data = nil
+	data, pooled := m.data, m.pooled
+	m.data, m.pooled = nil, nil
 	q.mu.Unlock()
-	release(data)
+	release(pooled, data)
 	return true
 }
 
@@ -187,21 +189,25 @@ func (q *outQueue) takeAll() []*outMsg {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// encode returns the line for m, in a buffer from bufPool.
-func encode(m jsonrpc.Message) ([]byte, error) {
+// encode returns the line for m, in a buffer from bufPool, and the pool's
+// entry, which release gives back with the line.
+func encode(m jsonrpc.Message) (*[]byte, []byte, error) {
 	bp := bufPool.Get().(*[]byte)
 	b, err := jsonrpc.Append((*bp)[:0], m)
 	if err != nil {
 		bufPool.Put(bp)
-		return nil, err
+		return nil, nil, err
 	}
-	return append(b, '\n'), nil
+	return bp, append(b, '\n'), nil
 }
 
-func release(b []byte) {
-	if b != nil && cap(b) <= batchBytes {
-		b = b[:0]
-		bufPool.Put(&b)
+// release gives a line made by encode back to bufPool, in its pool entry
+// (so that giving it back allocates nothing), unless it grew too large to
+// keep.
+func release(bp *[]byte, b []byte) {
+	if bp != nil && b != nil && cap(b) <= batchBytes {
+		*bp = b[:0]
+		bufPool.Put(bp)
 	}
 }
 
@@ -211,11 +217,11 @@ func (c *Conn) send(m jsonrpc.Message, wait bool) (*outMsg, error) {
 	if err := c.stopped(); err != nil {
 		return nil, err
 	}
-	data, err := encode(m)
+	pooled, data, err := encode(m)
 	if err != nil {
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindProtocol, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode message", Cause: err}
 	}
-	om := &outMsg{data: data}
+	om := &outMsg{data: data, pooled: pooled}
 	if wait {
 		om.written = make(chan error, 1)
 	}
@@ -223,7 +229,7 @@ func (c *Conn) send(m jsonrpc.Message, wait bool) (*outMsg, error) {
 		return om, nil
 	}
 	if err := c.out.push(om); err != nil {
-		release(om.data)
+		release(om.pooled, om.data)
 		return nil, err
 	}
 	return om, nil
@@ -242,14 +248,10 @@ func (c *Conn) tryWrite(m *outMsg) bool {
 	if !c.out.empty() {
 		return false // keep the order of what is queued
 	}
-	var (
-		n    int
-		werr error
-	)
-	err := c.rawStdin.Write(func(fd uintptr) bool {
-		n, werr = syscall.Write(int(fd), m.data)
-		return true // never wait for room: the writer does that
-	})
+	c.fast.data = m.data
+	err := c.rawStdin.Write(c.fast.write)
+	n, werr := c.fast.n, c.fast.err
+	c.fast.data, c.fast.err = nil, nil
 	if err == nil {
 		err = werr
 	}
@@ -269,8 +271,27 @@ func (c *Conn) tryWrite(m *outMsg) bool {
 	if m.written != nil {
 		m.written <- err
 	}
-	release(m.data)
-	m.data = nil
+	release(m.pooled, m.data)
+	m.data, m.pooled = nil, nil
+	return true
+}
+
+// fastWrite is the state of the fast path's one write(2), kept in the
+// connection (under writeMu) so that the function given to
+// syscall.RawConn.Write is made once, not once per message with what it
+// captures.
+type fastWrite struct {
+	data  []byte
+	n     int
+	err   error
+	write func(fd uintptr) bool // f.do, made once
+}
+
+func (f *fastWrite) init() { f.write = f.do }
+
+// do writes f.data once; it never waits for room (the writer does that).
+func (f *fastWrite) do(fd uintptr) bool {
+	f.n, f.err = syscall.Write(int(fd), f.data)
 	return true
 }
 
@@ -312,8 +333,8 @@ func (c *Conn) writeLoop() {
 			}
 			ok := c.write(b, batch)
 			for _, m := range batch {
-				release(m.data)
-				m.data = nil
+				release(m.pooled, m.data)
+				m.data, m.pooled = nil, nil
 			}
 			clear(batch)
 			if !ok {
@@ -355,7 +376,7 @@ func (c *Conn) failQueued() {
 		if m.written != nil {
 			m.written <- err
 		}
-		release(m.data)
-		m.data = nil
+		release(m.pooled, m.data)
+		m.data, m.pooled = nil, nil
 	}
 }
