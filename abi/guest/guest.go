@@ -27,14 +27,14 @@
 //
 // The SDK decodes requests and encodes results with its own JSON codec,
 // which gives what encoding/json gives for the same types, without
-// reflection: under Wasm with the host's deadline
-// mechanism, every function call and loop iteration of the guest costs a
-// check by the host, and an allocation several microseconds, so the codec
-// decodes the params while it reads the input, allocates nothing for the
-// request itself, and makes one copy of the input per call, shared by all
-// the strings and raw values of the request (a string a handler keeps
-// keeps that copy alive). Values of other types in a result (a handler's
-// own struct in Content, say) are encoded by encoding/json.
+// reflection. Under Wasm with the host's deadline mechanism, every function
+// call and loop iteration of the guest costs a check by the host, and an
+// allocation several microseconds; so the codec decodes the params while
+// it reads the input, allocates nothing for the request itself, and makes
+// one copy of the input per call, shared by all the strings and raw values
+// of the request (a string a handler keeps keeps that copy alive). Values
+// of other types in a result (a handler's own struct in Content, say) are
+// encoded by encoding/json.
 //
 // The package builds on every platform; off wasip1 the host imports are
 // inert, which lets handler logic be tested with go test (see Call).
@@ -218,12 +218,10 @@ func dispatch(export string, input, out []byte) (abi.Status, []byte) {
 	case abi.ExportHandle:
 		h, method, err := d.request()
 		if err != nil {
-			if h != nil {
-				h.reset()
-			}
 			if h == nil {
 				return errorOutput(out, &Error{Code: -32602, Message: "invalid request envelope: " + err.Error()})
 			}
+			h.reset()
 			return errorOutput(out, &Error{Code: -32602, Message: fmt.Sprintf("invalid %s params: %v", method, err)})
 		}
 		if h == nil {
