@@ -21,8 +21,8 @@ import (
 // to its process group) even when fn fails or Ctrl-C ends it.
 func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) error {
 	s := a.settings
-	if s.runner.Server.Command == "" {
-		return usageErr("no server: give its command after --, or --server NAME (mcpServers in the config file), or server.command in the config file")
+	if s.runner.Server.Command == "" && !s.runner.Server.Remote() {
+		return errNoServer()
 	}
 	rt, err := runner.Start(a.ctx, s.runner)
 	if err != nil {

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,9 +59,20 @@ func checkServerDir(cmd *cobra.Command, v *viper.Viper, s *settings, serverArgv 
 	return configErr("the server's working directory %s %s (set by %s)", dir, what, from)
 }
 
+// errNoServer is the error of a command that talks to a server when none
+// is given.
+func errNoServer() error {
+	return usageErr("no server: give its command after --, or --url URL (a remote server), or --server NAME (mcpServers in the config file), or server.command or server.url in the config file")
+}
+
 // connectError makes a failure to connect say what to do about it.
 func (a *app) connectError(err error) error {
 	var je *jsonrpc.Error
+	if srv := a.settings.runner.Server; srv.Remote() {
+		if hint := remoteHint(err, srv.URL); hint != nil {
+			return hint
+		}
+	}
 	switch {
 	case errors.Is(err, runner.ErrConnectTimeout):
 		return &cliError{code: exitTimeout, kind: "transport",
@@ -110,4 +126,46 @@ func interruptedError(ctx context.Context) error {
 		what = sc.sig.String()
 	}
 	return fmt.Errorf("interrupted (%s): the request in flight was cancelled on the server", what)
+}
+
+// remoteHint explains a failure to reach or to be let in by a remote
+// server, with what to do about it; nil when err is none of those.
+func remoteHint(err error, url string) error {
+	var (
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		record  tls.RecordHeaderError
+		status  interface{ StatusCode() int }
+	)
+	switch {
+	case errors.As(err, &status) && status.StatusCode() == http.StatusUnauthorized, statusIn(err, http.StatusUnauthorized):
+		return &cliError{code: exitConnection, kind: "transport",
+			err: fmt.Errorf("%w; the server requires authorization: pass --header 'Authorization: Bearer …' (or set headers in the config file)", err)}
+	case errors.As(err, &status) && status.StatusCode() == http.StatusForbidden, statusIn(err, http.StatusForbidden):
+		return &cliError{code: exitConnection, kind: "transport",
+			err: fmt.Errorf("%w; the server refuses these credentials: check the --header values (a token's scope, its expiry)", err)}
+	case errors.As(err, &dnsErr):
+		return &cliError{code: exitConnection, kind: "transport",
+			err: fmt.Errorf("%w; the host %s is not found: check the URL %s", err, dnsErr.Name, url)}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &cliError{code: exitConnection, kind: "transport",
+			err: fmt.Errorf("%w; nothing listens there: check the URL %s (host, port) and that the server runs", err, url)}
+	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &host), errors.As(err, &invalid):
+		return &cliError{code: exitConnection, kind: "transport",
+			err: fmt.Errorf("%w; TLS: the server's certificate is not trusted for this host: check the URL's host name; for a private CA, add it to the system's trust store or point SSL_CERT_FILE at it", err)}
+	case errors.As(err, &record):
+		return &cliError{code: exitConnection, kind: "transport",
+			err: fmt.Errorf("%w; TLS: the server did not answer TLS: the URL may need http:// rather than https://", err)}
+	}
+	return nil
+}
+
+// statusIn reports whether err's message reports an HTTP status code (as
+// "401 Unauthorized", the net/http status text) for a transport error
+// that does not expose the status.
+func statusIn(err error, code int) bool {
+	return strings.Contains(err.Error(), fmt.Sprintf("%d %s", code, http.StatusText(code)))
 }
