@@ -398,9 +398,14 @@ func (r *Runner) StderrTail() string {
 // Explain adds what is known about the server's end to a connection error
 // (-32000): its exit status, and the tail of its stderr, in the message and
 // as data {"exitCode", "stderr"}. The result is a copy whose message
-// includes the original's cause (and whose Cause is nil). Other errors are
+// includes the original's cause (and whose Cause is nil). Other errors, and
+// every error of a remote server (there is no process to tell of; the
+// cause, such as a *transport.StatusError, stays for errors.As), are
 // returned as they are.
 func (r *Runner) Explain(err error) error {
+	if r.cfg.Server.Remote() {
+		return err
+	}
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Kind != jsonrpc.KindTransport || je.Code != jsonrpc.CodeConnectionClosed {
 		return err

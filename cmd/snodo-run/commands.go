@@ -31,6 +31,12 @@ func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) 
 	err = fn(a.ctx, rt)
 	if err != nil {
 		err = a.blameHandler(rt, err)
+		if srv := s.runner.Server; srv.Remote() {
+			// A session that expired, a token revoked: as at connect.
+			if hint := remoteHint(err, srv.URL); hint != nil {
+				err = hint
+			}
+		}
 	}
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.closeTimeout())
 	defer cancel()

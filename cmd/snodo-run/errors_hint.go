@@ -19,6 +19,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/transport"
 )
 
 // Errors that say what to do: each names the flag or setting to change.
@@ -138,34 +139,40 @@ func remoteHint(err error, url string) error {
 		host    x509.HostnameError
 		invalid x509.CertificateInvalidError
 		record  tls.RecordHeaderError
-		status  interface{ StatusCode() int }
+		status  *transport.StatusError
 	)
 	switch {
-	case errors.As(err, &status) && status.StatusCode() == http.StatusUnauthorized, statusIn(err, http.StatusUnauthorized):
-		return &cliError{code: exitConnection, kind: "transport",
-			err: fmt.Errorf("%w; the server requires authorization: pass --header 'Authorization: Bearer …' (or set headers in the config file)", err)}
-	case errors.As(err, &status) && status.StatusCode() == http.StatusForbidden, statusIn(err, http.StatusForbidden):
-		return &cliError{code: exitConnection, kind: "transport",
-			err: fmt.Errorf("%w; the server refuses these credentials: check the --header values (a token's scope, its expiry)", err)}
+	case errors.As(err, &status) && status.Status == http.StatusUnauthorized:
+		return hinted(err, "the server requires authorization: pass --header 'Authorization: Bearer …' (or set headers in the config file)")
+	case errors.As(err, &status) && status.Status == http.StatusForbidden:
+		return hinted(err, "the server refuses these credentials: check the --header values (a token's scope, its expiry)")
 	case errors.As(err, &dnsErr):
-		return &cliError{code: exitConnection, kind: "transport",
-			err: fmt.Errorf("%w; the host %s is not found: check the URL %s", err, dnsErr.Name, url)}
+		return hinted(err, "the host %s is not found: check the URL %s", dnsErr.Name, url)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &cliError{code: exitConnection, kind: "transport",
-			err: fmt.Errorf("%w; nothing listens there: check the URL %s (host, port) and that the server runs", err, url)}
+		return hinted(err, "nothing listens there: check the URL %s (host, port) and that the server runs", url)
 	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &host), errors.As(err, &invalid):
-		return &cliError{code: exitConnection, kind: "transport",
-			err: fmt.Errorf("%w; TLS: the server's certificate is not trusted for this host: check the URL's host name; for a private CA, add it to the system's trust store or point SSL_CERT_FILE at it", err)}
-	case errors.As(err, &record):
-		return &cliError{code: exitConnection, kind: "transport",
-			err: fmt.Errorf("%w; TLS: the server did not answer TLS: the URL may need http:// rather than https://", err)}
+		return hinted(err, "TLS: the server's certificate is not trusted for this host: check the URL's host name; for a private CA, add it to the system's trust store or point SSL_CERT_FILE at it")
+	case errors.As(err, &record), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return hinted(err, "TLS: the server did not answer TLS: the URL may need http:// rather than https://")
 	}
 	return nil
 }
 
-// statusIn reports whether err's message reports an HTTP status code (as
-// "401 Unauthorized", the net/http status text) for a transport error
-// that does not expose the status.
-func statusIn(err error, code int) bool {
-	return strings.Contains(err.Error(), fmt.Sprintf("%d %s", code, http.StatusText(code)))
+// hinted is a connection failure (exit 3) with what to do about it: the
+// transport's message (which names the cause), then the hint.
+func hinted(err error, format string, args ...any) error {
+	msg := err.Error()
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		msg = je.Message
+	}
+	return &cliError{code: exitConnection, kind: "transport", err: &hintedError{msg: msg + "; " + fmt.Sprintf(format, args...), err: err}}
 }
+
+type hintedError struct {
+	msg string
+	err error
+}
+
+func (e *hintedError) Error() string { return e.msg }
+func (e *hintedError) Unwrap() error { return e.err }

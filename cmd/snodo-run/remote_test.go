@@ -103,7 +103,7 @@ func TestURLWithOtherCommands(t *testing.T) {
 	ok(t, cli(t, "--url", rs.url(), "prompts", "list"))
 	r = ok(t, cli(t, "--url", rs.url(), "call", "tools/list"))
 	contains(t, "call tools/list", r.stdout, `"ask"`)
-	r = ok(t, cliWith(t, runOpts{stdin: "tools call count steps=2\n"}, "--url", rs.url(), "shell"))
+	r = ok(t, cliWith(t, runOpts{stdin: "tools call count steps=2 delay_ms=0\n"}, "--url", rs.url(), "shell"))
 	contains(t, "shell", r.stdout, "counted to 2")
 	r = ok(t, cliWith(t, runOpts{stdin: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}

@@ -101,7 +101,7 @@ func main() {
 		go d.churn(ctx, *churn)
 	}
 	if *httpAddr != "" {
-		if err := serveHTTP(ctx, server, *httpAddr, *token); err != nil {
+		if err := serveHTTP(ctx, server, *httpAddr, *token, *era == "modern"); err != nil {
 			fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 			os.Exit(1)
 		}
@@ -118,12 +118,16 @@ func main() {
 }
 
 // serveHTTP serves the server over Streamable HTTP at /mcp until ctx ends.
-func serveHTTP(ctx context.Context, server *mcp.Server, addr, token string) error {
+func serveHTTP(ctx context.Context, server *mcp.Server, addr, token string, stateless bool) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	// The SDK serves 2026-07-28 over HTTP in its stateless mode only; the
+	// legacy era keeps a session per client, which carries the server's
+	// requests on the SSE stream of the call.
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: stateless})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
