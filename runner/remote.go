@@ -3,8 +3,10 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/snodo/snodo/jsonrpc"
@@ -116,8 +118,28 @@ func (r *Runner) startRemote() error {
 	for name := range r.cfg.Server.Header {
 		names = append(names, name)
 	}
+	slices.Sort(names)
 	r.log.Debug("remote server", "url", r.cfg.Server.URL, "headers", names)
+	if len(names) > 0 && cleartext(r.cfg.Server.URL) {
+		r.log.Warn("the configured headers go to the server unencrypted (http:// to a host that is not a loopback address): anyone on the way can read them; use https://", "url", r.cfg.Server.URL, "headers", names)
+	}
 	return nil
+}
+
+// cleartext reports whether a request to raw crosses the network
+// unencrypted: http:// to a host other than localhost or a loopback
+// address.
+func cleartext(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // serverName names the server in messages: its command, or its URL.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -166,5 +167,39 @@ func TestStartRemoteUnreachable(t *testing.T) {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != jsonrpc.CodeConnectionClosed {
 		t.Fatalf("error %v, want a -32000 connection error", err)
+	}
+}
+
+// Credentials configured for a plain http:// URL to a host that is not a
+// loopback address are sent anyway (the user asked for it), with a
+// warning; to a loopback address, or over https, without one.
+func TestRemoteHeadersInClearTextWarn(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		warn bool
+	}{
+		{"http://192.0.2.1:1/mcp", true},
+		{"http://mcp.example.invalid/mcp", true},
+		{"http://127.0.0.1:1/mcp", false},
+		{"http://[::1]:1/mcp", false},
+		{"http://localhost:1/mcp", false},
+		{"https://192.0.2.1:1/mcp", false},
+	} {
+		var logs strings.Builder
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // no request is needed: the warning comes before the first
+		_, err := Start(ctx, Config{
+			Server: Server{URL: tc.url, Header: http.Header{"Authorization": {"Bearer s3cret"}}},
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		if err == nil {
+			t.Fatalf("%s: Start with a cancelled context succeeded", tc.url)
+		}
+		if got := strings.Contains(logs.String(), "unencrypted"); got != tc.warn {
+			t.Errorf("%s: warned %v, want %v; logs: %s", tc.url, got, tc.warn, logs.String())
+		}
+		if strings.Contains(logs.String(), "s3cret") {
+			t.Errorf("%s: a header value reached the log: %s", tc.url, logs.String())
+		}
 	}
 }
