@@ -112,6 +112,26 @@ func TestURLWithOtherCommands(t *testing.T) {
 	contains(t, "proxy", r.stdout, `"id":2`, `"ask"`)
 }
 
+// listen over HTTP, in the shell's one connection: in the legacy era the
+// list change comes on the session's GET stream, in 2026-07-28 on the
+// subscriptions/listen stream.
+func TestURLShellListenInBothEras(t *testing.T) {
+	for _, tc := range []struct {
+		era      string
+		versions []string
+	}{
+		{"legacy", []string{"2025-11-25"}},
+		{"modern", nil},
+	} {
+		t.Run(tc.era, func(t *testing.T) {
+			rs := newRemoteServer(t, tc.versions, "")
+			script := "listen --tools --count 1\ntools call grow\nwait\ntools list\n"
+			r := ok(t, cliWith(t, runOpts{stdin: script}, "--url", rs.url(), "shell"))
+			contains(t, "shell", r.stdout, `{"method":"notifications/tools/list_changed"`, `"name":"extra-1"`)
+		})
+	}
+}
+
 // A server that requires authorization: the 401 says what to pass; with
 // the header (flag, environment, config file) it works.
 func TestURLAuthorization(t *testing.T) {
@@ -135,6 +155,13 @@ func TestURLAuthorization(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf("server:\n  url: %s\n  headers: {Authorization: \"Bearer wrong\"}\n", rs.url())), 0o644)
 	exits(t, cli(t, "--config", cfg, "tools", "list"), exitConnection, "transport")
 	ok(t, cli(t, "--config", cfg, "--header", "authorization: Bearer t0ken", "tools", "list"))
+	// The header list of the config file, as --header.
+	os.WriteFile(cfg, []byte(fmt.Sprintf("server:\n  url: %s\nheader: [\"Authorization: Bearer t0ken\"]\n", rs.url())), 0o644)
+	ok(t, cli(t, "--config", cfg, "tools", "list"))
+	// A misspelt key is refused, with the right one suggested.
+	os.WriteFile(cfg, []byte(fmt.Sprintf("server:\n  url: %s\n  hedaers: {Authorization: \"Bearer t0ken\"}\n", rs.url())), 0o644)
+	e = exits(t, cli(t, "--config", cfg, "tools", "list"), exitUsage, "config")
+	contains(t, "misspelt", e.Message, "unknown key server.hedaers (did you mean server.headers?)")
 }
 
 // mcpServers entries with a url, as desktop hosts write them: "type" http
