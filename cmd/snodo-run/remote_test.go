@@ -158,6 +158,12 @@ func TestURLAuthorization(t *testing.T) {
 	// The header list of the config file, as --header.
 	os.WriteFile(cfg, []byte(fmt.Sprintf("server:\n  url: %s\nheader: [\"Authorization: Bearer t0ken\"]\n", rs.url())), 0o644)
 	ok(t, cli(t, "--config", cfg, "tools", "list"))
+	// A command after -- beats server.url of the config file; SNODO_SERVER_URL
+	// and a command are a contradiction.
+	r := ok(t, cli(t, "--config", cfg, "tools", "list", "-o", "text", "--", demo))
+	contains(t, "command over server.url", r.stdout, "register")
+	e = exits(t, cliWith(t, runOpts{env: []string{"SNODO_SERVER_URL=" + rs.url()}}, "tools", "list", "--", demo), exitUsage, "usage")
+	contains(t, "env and command", e.Message, "give either SNODO_SERVER_URL")
 	// A misspelt key is refused, with the right one suggested.
 	os.WriteFile(cfg, []byte(fmt.Sprintf("server:\n  url: %s\n  hedaers: {Authorization: \"Bearer t0ken\"}\n", rs.url())), 0o644)
 	e = exits(t, cli(t, "--config", cfg, "tools", "list"), exitUsage, "config")

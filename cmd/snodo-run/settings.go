@@ -315,14 +315,21 @@ func duration(v *viper.Viper, key string) (time.Duration, error) {
 func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Server) error {
 	name := v.GetString(keyServerName)
 	url := v.GetString(keyServerURL)
+	urlFrom := ""
 	switch {
-	case len(argv) > 0 && url != "":
-		return usageErr("give either --url (a remote server) or a server command after --, not both")
+	case v.GetBool(keyURLFromFlag):
+		urlFrom = "--url"
+	case os.Getenv(envName(keyServerURL)) != "":
+		urlFrom = envName(keyServerURL)
+	}
+	switch {
+	case len(argv) > 0 && urlFrom != "":
+		return usageErr("give either %s (a remote server) or a server command after --, not both", urlFrom)
 	case len(argv) > 0:
 		srv.Command, srv.Args = argv[0], argv[1:]
 		srv.Env = envVars(fc.Server.Env)
 		srv.Dir = v.GetString(keyServerCd)
-	case url != "" && (name == "" || v.GetBool(keyURLFromFlag) || os.Getenv(envName(keyServerURL)) != ""):
+	case url != "" && (name == "" || urlFrom != ""):
 		// --url or SNODO_SERVER_URL; server.url of the config file yields
 		// to --server NAME.
 		srv.URL = url
@@ -375,7 +382,9 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 		}
 		return nil
 	}
-	if list, from, _ := headerList(v); len(list) > 0 {
+	if list, from, _ := headerList(v); len(list) > 0 && from != headerFromFile {
+		// The config file's headers wait for a remote server; --header
+		// given for a command is a mistake.
 		return usageErr("%s applies to a remote server (--url, or an mcpServers entry with a url); %s is a command", from, srv.Command)
 	}
 	for _, kv := range v.GetStringSlice(keyEnv) {
@@ -471,8 +480,11 @@ func headerList(v *viper.Viper) ([]string, string, error) {
 		}
 		return out, envName(keyHeader), nil
 	}
-	return v.GetStringSlice(keyHeader), "header in the config file", nil
+	return v.GetStringSlice(keyHeader), headerFromFile, nil
 }
+
+// headerFromFile names the config file's header list in errors.
+const headerFromFile = "header in the config file"
 
 // redactHeader shows a malformed header without what may be a secret.
 func redactHeader(h string) string {
