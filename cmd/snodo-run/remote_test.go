@@ -247,6 +247,10 @@ func TestURLConnectionErrors(t *testing.T) {
 	e := exits(t, cli(t, "--url", "http://"+addr+"/mcp", "tools", "list"), exitConnection, "transport")
 	contains(t, "refused", e.Message, "nothing listens there")
 
+	// .invalid never resolves (RFC 2606).
+	e = exits(t, cli(t, "--url", "http://snodo-test.invalid/mcp", "tools", "list"), exitConnection, "transport")
+	contains(t, "unknown host", e.Message, "the host snodo-test.invalid is not found")
+
 	tlsSrv := httptest.NewTLSServer(gosdkserver.HTTPHandler(nil))
 	defer tlsSrv.Close()
 	e = exits(t, cli(t, "--url", tlsSrv.URL+"/mcp", "tools", "list"), exitConnection, "transport")
