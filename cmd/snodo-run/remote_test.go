@@ -18,7 +18,7 @@ import (
 // its Streamable HTTP handler, in this test process, recording the headers
 // each request came with. With token set, a request without
 // "Authorization: Bearer token" is answered 401, as a server requiring
-// authorization does.
+// authorization does, and one with "Bearer revoked" 403.
 type remoteServer struct {
 	*httptest.Server
 	token string
@@ -35,6 +35,10 @@ func newRemoteServer(t *testing.T, versions []string, token string) *remoteServe
 		rs.mu.Lock()
 		rs.headers = append(rs.headers, r.Header.Clone())
 		rs.mu.Unlock()
+		if rs.token != "" && r.Header.Get("Authorization") == "Bearer revoked" {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
 		if rs.token != "" && r.Header.Get("Authorization") != "Bearer "+rs.token {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -139,6 +143,8 @@ func TestURLAuthorization(t *testing.T) {
 	e := exits(t, cli(t, "--url", rs.url(), "tools", "list"), exitConnection, "transport")
 	contains(t, "error", e.Message, "the server requires authorization: pass --header 'Authorization: Bearer")
 	ok(t, cli(t, "--url", rs.url(), "--header", "Authorization: Bearer t0ken", "tools", "list"))
+	e = exits(t, cli(t, "--url", rs.url(), "--header", "Authorization: Bearer revoked", "tools", "list"), exitConnection, "transport")
+	contains(t, "403", e.Message, "the server refuses these credentials")
 	// SNODO_HEADER holds a header a line (values have spaces).
 	ok(t, cliWith(t, runOpts{env: []string{"SNODO_SERVER_URL=" + rs.url(), "SNODO_HEADER=Authorization: Bearer t0ken\nX-Other: two words"}}, "tools", "list"))
 	rs.mu.Lock()
