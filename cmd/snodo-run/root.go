@@ -116,7 +116,7 @@ Results go to stdout as JSON (--output json or pretty) or as text for people
 
 func (a *app) newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "snodo-run [flags] COMMAND [args] -- SERVER [SERVER ARGS…]",
+		Use:   "snodo-run [flags] COMMAND [args] (-- SERVER [SERVER ARGS…] | --url URL)",
 		Short: "Run an MCP server with sandboxed Wasm handlers and talk to it",
 		Long:  rootLong,
 		Example: `  # Call a tool; a Wasm module answers the server's elicitation
