@@ -3,11 +3,12 @@
 # suite (@modelcontextprotocol/conformance, pinned in
 # internal/conformance/package-lock.json) against Snodo's conformance client
 # (internal/conformance/client), once at protocol version 2025-11-25 (the
-# initialize handshake) and once at 2026-07-28 (stateless). A scenario that
+# initialize handshake) and once at 2026-07-28 (stateless), and the
+# extension scenarios, which belong to no version, once. A scenario that
 # fails and is not listed in internal/conformance/expected-failures/VERSION.yml
-# fails the run, as does a listed one that passes (the list is stale).
-# Results (checks.json, the client's stdout and stderr, per scenario) go to
-# bin/conformance/results/VERSION/. See docs/CONFORMANCE.md.
+# (or extensions.yml) fails the run, as does a listed one that passes (the
+# list is stale). Results (checks.json, the client's stdout and stderr, per
+# scenario) go to bin/conformance/results/RUN/. See docs/CONFORMANCE.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -41,19 +42,27 @@ GOOS=wasip1 GOARCH=wasm "$GO" build -buildmode=c-shared -o "$out/elicit-policy.w
 "$out/client" -compile -elicit "$out/elicit-policy.wasm" -cache "$out/cache"
 
 status=0
-for version in 2025-11-25 2026-07-28; do
-	echo "== conformance: client scenarios at $version"
-	rm -rf "$out/results/$version"
+# Each run: its name, then the suite's selection. The extension scenarios
+# are on no version's timeline: --spec-version leaves them out, so they
+# have a run of their own, each at the version it declares.
+for run in "2025-11-25 --suite all --spec-version 2025-11-25" \
+	"2026-07-28 --suite all --spec-version 2026-07-28" \
+	"extensions --suite extensions"; do
+	set -- $run
+	name=$1
+	shift
+	echo "== conformance: client scenarios, $name"
+	rm -rf "$out/results/$name"
 	start=$(date +%s)
 	if ! "$node" "$suite" client \
 		--command "$out/client -elicit $out/elicit-policy.wasm -cache $out/cache" \
-		--suite all --spec-version "$version" --timeout 30000 \
-		--expected-failures "$dir/expected-failures/$version.yml" \
-		-o "$out/results/$version" >"$out/$version.log" 2>&1; then
+		"$@" --timeout 30000 \
+		--expected-failures "$dir/expected-failures/$name.yml" \
+		-o "$out/results/$name" >"$out/$name.log" 2>&1; then
 		status=1
 	fi
-	sed -n '/=== SUITE SUMMARY ===/,$p' "$out/$version.log"
-	echo "($version: $(($(date +%s) - start)) s; full log: bin/conformance/$version.log)"
+	sed -n '/=== SUITE SUMMARY ===/,$p' "$out/$name.log"
+	echo "($name: $(($(date +%s) - start)) s; full log: bin/conformance/$name.log)"
 done
 if [ "$status" -ne 0 ]; then
 	echo "conformance: unexpected results (a failure not in internal/conformance/expected-failures, or a listed one that now passes): see above" >&2
