@@ -36,9 +36,10 @@ test: deps vet examples
 	$(MAKE) -C bench test
 	$(MAKE) conformance
 
-# The official MCP conformance suite's client scenarios, at 2025-11-25 and
-# at 2026-07-28, against internal/conformance/client; fails on a result not
-# in internal/conformance/expected-failures (docs/CONFORMANCE.md).
+# The official MCP conformance suite's client scenarios, at 2025-11-25, at
+# 2026-07-28 and the extension ones, against internal/conformance/client;
+# fails on a result not in internal/conformance/expected-failures
+# (docs/CONFORMANCE.md).
 conformance:
 	@bash .ci/deps.d/40-conformance.sh
 	GO=$(GO) scripts/conformance.sh
