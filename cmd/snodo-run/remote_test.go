@@ -232,12 +232,16 @@ func TestURLBadInput(t *testing.T) {
 		{[]string{"--url", "localhost:8080/mcp", "tools", "list"}, "scheme must be http or https"},
 		{[]string{"--url", "http://127.0.0.1:1/mcp", "tools", "list", "--", "demo"}, "either --url"},
 		{[]string{"--url", "http://127.0.0.1:1/mcp", "--header", "NoColon", "tools", "list"}, "'Name: value'"},
+		{[]string{"--url", "http://127.0.0.1:1/mcp", "--header", "Bearer s3cr3t-token", "tools", "list"}, "one has no colon"},
 		{[]string{"--url", "http://127.0.0.1:1/mcp", "--header", "Mcp-Session-Id: x", "tools", "list"}, "set by the HTTP transport"},
 		{[]string{"--url", "http://127.0.0.1:1/mcp", "--env", "A=1", "tools", "list"}, "apply to a server process"},
 		{[]string{"--header", "Authorization: Bearer x", "tools", "list", "--", "demo"}, "applies to a remote server"},
 	} {
 		e := exits(t, cli(t, tc.args...), exitUsage, "")
 		contains(t, strings.Join(tc.args, " "), e.Message, tc.want)
+		if strings.Contains(e.Message, "s3cr3t") {
+			t.Errorf("the error shows what may be a token: %s", e.Message)
+		}
 	}
 }
 

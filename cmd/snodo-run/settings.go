@@ -316,6 +316,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 	name := v.GetString(keyServerName)
 	url := v.GetString(keyServerURL)
 	urlFrom := ""
+	fromEntry := false // the server is an mcpServers entry
 	switch {
 	case v.GetBool(keyURLFromFlag):
 		urlFrom = "--url"
@@ -349,6 +350,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 		if err := entry.resolve(name, srv); err != nil {
 			return err
 		}
+		fromEntry = true
 	default:
 		srv.Command = v.GetString(keyServerCommand)
 		srv.Args = v.GetStringSlice(keyServerArgs)
@@ -359,7 +361,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 		if err := runner.CheckURL(srv.URL); err != nil {
 			return usageErr("%v", err)
 		}
-		if _, fromEntry := fc.MCPServers[name]; !fromEntry || srv.URL == url {
+		if !fromEntry { // an entry has headers of its own
 			if err := addHeaders(srv, fc.Server.Headers, "server.headers"); err != nil {
 				return err
 			}
@@ -371,7 +373,8 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 		for _, h := range list {
 			n, val, ok := strings.Cut(h, ":")
 			if !ok {
-				return usageErr("%s wants 'Name: value', not %q", from, redactHeader(h))
+				// Not shown: a value without its name may be a token.
+				return usageErr("%s wants 'Name: value': one has no colon", from)
 			}
 			if err := addHeaders(srv, map[string]string{strings.TrimSpace(n): strings.TrimSpace(val)}, from); err != nil {
 				return err
@@ -485,14 +488,6 @@ func headerList(v *viper.Viper) ([]string, string, error) {
 
 // headerFromFile names the config file's header list in errors.
 const headerFromFile = "header in the config file"
-
-// redactHeader shows a malformed header without what may be a secret.
-func redactHeader(h string) string {
-	if len(h) > 12 {
-		return h[:12] + "…"
-	}
-	return h
-}
 
 // envVars turns an env map (a null value unsets) into changes, sorted by
 // name so that runs are reproducible.
