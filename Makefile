@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 # Pinned by .ci/deps.d/10-staticcheck.sh, which `make vet` runs first.
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 
-.PHONY: all build test vet bench fuzz examples demo deps bench-compare clean
+.PHONY: all build test vet bench fuzz examples demo deps bench-compare conformance clean
 
 all: build
 
@@ -34,6 +34,15 @@ vet:
 test: deps vet examples
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	$(MAKE) -C bench test
+	$(MAKE) conformance
+
+# The official MCP conformance suite's client scenarios, at 2025-11-25, at
+# 2026-07-28 and the extension ones, against internal/conformance/client;
+# fails on a result not in internal/conformance/expected-failures
+# (docs/CONFORMANCE.md).
+conformance:
+	@bash .ci/deps.d/40-conformance.sh
+	GO=$(GO) scripts/conformance.sh
 
 # Benchmarks: medians over COUNT runs are what BENCHMARKS.md quotes.
 bench:

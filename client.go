@@ -233,7 +233,13 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 					}
 				}
 			}
-			if !ok || attempt > 0 || next == version {
+			if ok && attempt > 0 {
+				return protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
+					"server/discover answered -32022 again, to version %s, with supported versions %v", version, data.Supported)
+			}
+			// A list naming the version just refused is retried once, as
+			// any other: the server may have had a reason of its own.
+			if !ok {
 				// The error marks a modern server: no fallback, but say
 				// how to reach the legacy versions it may list.
 				return protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,

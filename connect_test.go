@@ -337,3 +337,34 @@ func TestConnectNonDiscoverResultFallsBack(t *testing.T) {
 		t.Errorf("era %v version %s", c.Era(), c.ProtocolVersion())
 	}
 }
+
+// A -32022 whose list names the very version the client asked for (a
+// server behind a load balancer whose instances disagree, or one that
+// rejects the first request of every client, as the conformance suite's
+// request-metadata scenario does) is retried once with that version; a
+// second -32022 is the error.
+func TestConnectUnsupportedVersionListingTheSameVersionRetriesOnce(t *testing.T) {
+	for _, rejections := range []int{1, 2} {
+		n := 0
+		f := newFake(t, func(fc *fakeCall) *jsonrpc.Response {
+			if fc.Req.Method != "server/discover" {
+				return noMore(fc)
+			}
+			if n++; n <= rejections {
+				return errorResponse(fc, -32022, "Unsupported protocol version", `{"supported":["2026-07-28"],"requested":"2026-07-28"}`)
+			}
+			return result(fc, discoverResult)
+		})
+		c, err := snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2026-07-28"))
+		switch {
+		case rejections == 1 && err != nil:
+			t.Fatalf("one -32022 naming 2026-07-28: %v, want a retry that connects", err)
+		case rejections == 1 && (c.ProtocolVersion() != "2026-07-28" || len(f.sent("server/discover")) != 2):
+			t.Errorf("version %s after %d probes", c.ProtocolVersion(), len(f.sent("server/discover")))
+		case rejections == 2 && !errors.Is(err, snodo.ErrUnsupportedVersion):
+			t.Fatalf("two -32022: %v, want ErrUnsupportedVersion", err)
+		case rejections == 2 && len(f.sent("server/discover")) != 2:
+			t.Errorf("%d probes after two -32022, want 2", len(f.sent("server/discover")))
+		}
+	}
+}

@@ -47,7 +47,7 @@ func (r *Runner) Listen(ctx context.Context, filter snodo.SubscriptionFilter, ac
 		ev, err := sub.Next(ctx)
 		if err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				if connErr := r.conn.Err(); connErr != nil && ctx.Err() == nil {
+				if connErr := r.connErr(); connErr != nil && ctx.Err() == nil {
 					return r.Explain(connErr)
 				}
 				return nil
@@ -72,3 +72,12 @@ func (r *Runner) HasProgressModule() bool { return r.progress != nil }
 
 // HasSubscriber reports whether events go to a Wasm module.
 func (r *Runner) HasSubscriber() bool { return r.subscriber != nil }
+
+// connErr is why the server process's connection ended, if it did; nil
+// for a remote server, whose connection is a request at a time.
+func (r *Runner) connErr() error {
+	if r.conn == nil {
+		return nil
+	}
+	return r.conn.Err()
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/snodo/snodo"
@@ -133,19 +134,21 @@ type Config struct {
 	// server: set it only in a program whose other child processes do not
 	// outlive their parents, as snodo-run. Without it, Close still ends the
 	// descendants it finds by their parent chain. See SECURITY.md,
-	// "Server processes".
+	// "Server processes". It does not apply to a remote server (Server.URL).
 	Subreaper bool
 
 	// PIDNamespace, when set, runs the server in a PID namespace of its
 	// own (Linux only; without Fallback, Start fails elsewhere), under an
 	// init whose death, even when this process is SIGKILLed, kills every
 	// process the server started. nil, the default, starts the server
-	// directly. See PIDNamespace and docs/security-processes.md.
+	// directly. See PIDNamespace and docs/security-processes.md. It does
+	// not apply to a remote server (Server.URL).
 	PIDNamespace *PIDNamespace
 }
 
-// Server is the MCP server to start as a child process, run directly (never
-// through a shell), as the leader of its own process group.
+// Server is the MCP server: a child process, run directly (never through a
+// shell), as the leader of its own process group; or a remote server
+// reached over Streamable HTTP (URL).
 type Server struct {
 	Command string
 	Args    []string
@@ -153,7 +156,26 @@ type Server struct {
 	Env []EnvVar
 	// Dir is the working directory; "" means the current one.
 	Dir string
+
+	// URL, when set, is a remote server's MCP endpoint (http or https),
+	// reached over Streamable HTTP (package transport/http) instead of a
+	// process: Command, Args, Env and Dir must then be empty. There is no
+	// process to contain or stop: Pid is 0, the stderr tail is empty,
+	// ExitState is nil, and ShutdownGrace, Subreaper and PIDNamespace do
+	// not apply. Close ends the server's session (HTTP DELETE), if it
+	// issued one. See CheckURL for the URLs accepted.
+	URL string
+	// Header holds the HTTP headers sent with every request to URL, such as
+	// Authorization. Names are checked by CheckHeader: those the transport
+	// sets itself are refused.
+	Header http.Header
+	// HTTPClient sends the requests to URL; nil means a client of Snodo's
+	// own. An OAuth-capable client is given here.
+	HTTPClient *http.Client
 }
+
+// Remote reports whether the server is reached over HTTP (URL is set).
+func (s Server) Remote() bool { return s.URL != "" }
 
 // EnvVar is one change to the server's environment: Name set to Value, or
 // removed when Unset. It is the stdio transport's.

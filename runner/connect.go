@@ -27,7 +27,7 @@ func (r *Runner) connectWithin(ctx context.Context) error {
 	if err != nil {
 		if timedOut {
 			return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeRequestTimeout,
-				Message: fmt.Sprintf("connecting timed out: the server %q did not complete the MCP handshake (server/discover probe, initialize) within %v", r.cfg.Server.Command, r.cfg.ConnectTimeout),
+				Message: fmt.Sprintf("connecting timed out: the server %q did not complete the MCP handshake (server/discover probe, initialize) within %v", r.serverName(), r.cfg.ConnectTimeout),
 				Cause:   ErrConnectTimeout}
 		}
 		return r.Explain(err)

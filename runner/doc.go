@@ -23,5 +23,9 @@
 // server started (npx, uvx, a shell wrapper) goes with it. Errors about a
 // server that exited carry its exit status and the tail of its stderr.
 //
+// A remote server is reached over Streamable HTTP instead (Server.URL, with
+// Server.Header for credentials): the same client, handlers and limit, and
+// no process; Close ends the server's session.
+//
 // The snodo-run command is a thin layer over this package.
 package runner

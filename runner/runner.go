@@ -18,6 +18,8 @@ import (
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+	shttp "github.com/snodo/snodo/transport/http"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -27,7 +29,8 @@ import (
 type Runner struct {
 	cfg    Config
 	log    *slog.Logger
-	conn   *stdio.Conn
+	conn   *stdio.Conn      // the server process's connection; nil for a remote server
+	remote *shttp.Transport // a remote server's connection (Server.URL)
 	client *snodo.Client
 	host   *wasm.Host
 
@@ -82,17 +85,24 @@ func (e *LoadError) Error() string {
 func (e *LoadError) Unwrap() error { return e.Err }
 
 // Start loads the handler modules, starts the server in its own process
-// group, and connects the client in the era Config.Protocol asks for. ctx
-// bounds the start only; the Runner runs until Close.
+// group (or, for a remote server, makes its HTTP transport), and connects
+// the client in the era Config.Protocol asks for. ctx bounds the start
+// only; the Runner runs until Close.
 //
 // A failure to load a module is a *LoadError. A server that cannot be
 // started, or that exits before answering, is a -32000 connection error
-// whose message ends with the tail of the server's stderr.
+// whose message ends with the tail of the server's stderr. A remote
+// server that cannot be reached, or refuses the client, is the HTTP
+// transport's error.
 func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 	if err := CheckProtocol(cfg.Protocol); err != nil {
 		return nil, err
 	}
-	if cfg.Server.Command == "" {
+	if cfg.Server.Remote() {
+		if err := checkRemote(cfg.Server); err != nil {
+			return nil, err
+		}
+	} else if cfg.Server.Command == "" {
 		return nil, errors.New("no server command: give one after --, or a server in the configuration")
 	}
 	if cfg.MaxServerRequests <= 0 {
@@ -123,7 +133,11 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 	if err := r.loadModules(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.startServer(ctx); err != nil {
+	if cfg.Server.Remote() {
+		if err := r.startRemote(); err != nil {
+			return nil, err
+		}
+	} else if err := r.startServer(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.connectWithin(ctx); err != nil {
@@ -305,7 +319,7 @@ func (r *Runner) connect(ctx context.Context) error {
 		}))
 	}
 	opts = append(opts, r.cfg.ClientOptions...)
-	c, err := snodo.Connect(ctx, r.conn, opts...)
+	c, err := snodo.Connect(ctx, r.transport(), opts...)
 	if err != nil {
 		return err
 	}
@@ -354,10 +368,26 @@ func (r *Runner) HandlerFailure() error {
 // Client returns the connected client.
 func (r *Runner) Client() *snodo.Client { return r.client }
 
-// Pid returns the server's process ID (also its process group ID).
-func (r *Runner) Pid() int { return r.conn.Pid() }
+// transport is the client's connection: the process's or the remote
+// server's.
+func (r *Runner) transport() transport.Transport {
+	if r.remote != nil {
+		return r.remote
+	}
+	return r.conn
+}
 
-// StderrTail returns the last bytes the server wrote to stderr.
+// Pid returns the server's process ID (also its process group ID); 0 for a
+// remote server.
+func (r *Runner) Pid() int {
+	if r.conn == nil {
+		return 0
+	}
+	return r.conn.Pid()
+}
+
+// StderrTail returns the last bytes the server wrote to stderr; "" for a
+// remote server.
 func (r *Runner) StderrTail() string {
 	if r.stderr == nil {
 		return ""
@@ -368,9 +398,14 @@ func (r *Runner) StderrTail() string {
 // Explain adds what is known about the server's end to a connection error
 // (-32000): its exit status, and the tail of its stderr, in the message and
 // as data {"exitCode", "stderr"}. The result is a copy whose message
-// includes the original's cause (and whose Cause is nil). Other errors are
+// includes the original's cause (and whose Cause is nil). Other errors, and
+// every error of a remote server (there is no process to tell of; the
+// cause, such as a *transport.StatusError, stays for errors.As), are
 // returned as they are.
 func (r *Runner) Explain(err error) error {
+	if r.cfg.Server.Remote() {
+		return err
+	}
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Kind != jsonrpc.KindTransport || je.Code != jsonrpc.CodeConnectionClosed {
 		return err
@@ -427,6 +462,8 @@ func (r *Runner) Close(ctx context.Context) error {
 		}
 		if r.client != nil {
 			r.closeErr = r.client.Close()
+		} else if r.remote != nil {
+			r.closeErr = r.remote.Close()
 		}
 		if r.conn != nil {
 			state, how := stopServer(ctx, r.conn, r.cfg.ShutdownGrace, r.cfg.ShutdownGrace, r.log)
@@ -454,7 +491,8 @@ func (r *Runner) Close(ctx context.Context) error {
 	return r.closeErr
 }
 
-// ExitState returns the server's exit state once Close has stopped it.
+// ExitState returns the server's exit state once Close has stopped it; nil
+// for a remote server.
 func (r *Runner) ExitState() *os.ProcessState { return r.exit }
 
 // tail keeps the last n bytes written to it.

@@ -21,8 +21,8 @@ import (
 // to its process group) even when fn fails or Ctrl-C ends it.
 func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) error {
 	s := a.settings
-	if s.runner.Server.Command == "" {
-		return usageErr("no server: give its command after --, or --server NAME (mcpServers in the config file), or server.command in the config file")
+	if s.runner.Server.Command == "" && !s.runner.Server.Remote() {
+		return errNoServer()
 	}
 	rt, err := runner.Start(a.ctx, s.runner)
 	if err != nil {
@@ -31,6 +31,12 @@ func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) 
 	err = fn(a.ctx, rt)
 	if err != nil {
 		err = a.blameHandler(rt, err)
+		if srv := s.runner.Server; srv.Remote() {
+			// A session that expired, a token revoked: as at connect.
+			if hint := remoteHint(err, srv.URL); hint != nil {
+				err = hint
+			}
+		}
 	}
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.closeTimeout())
 	defer cancel()

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -287,9 +289,41 @@ func TestDocExamplesRun(t *testing.T) {
 
 // docPaths is where the examples run.
 type docPaths struct {
-	dir  string // the working directory: bin/, examples/
-	path string // PATH: snodo-run and the npx shim first
-	home string // HOME and the XDG directories
+	dir      string // the working directory: bin/, examples/
+	path     string // PATH: snodo-run and the npx shim first
+	home     string // HOME and the XDG directories
+	httpAddr string // where the demo serves Streamable HTTP for the --url examples
+}
+
+// docHTTPAddr is the address of the demo's Streamable HTTP server in the
+// documents' --url examples (bin/demo --http 127.0.0.1:8931 --token
+// s3cret); the test starts one on a free port and runs the examples
+// against it.
+const docHTTPAddr = "127.0.0.1:8931"
+
+// startHTTPDemo runs the demo server over Streamable HTTP on a free port,
+// with the documents' token, until the test ends, and returns its address.
+func startHTTPDemo(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(demo, "--http", "127.0.0.1:0", "--token", "s3cret")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "demo: listening on http://")
+	if err != nil || !ok {
+		t.Fatalf("the demo server over HTTP said %q (%v)", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	return strings.TrimSuffix(addr, "/mcp")
 }
 
 // docRoot lays out a working directory as the examples expect it, with
@@ -300,7 +334,7 @@ type docPaths struct {
 func docRoot(t *testing.T) docPaths {
 	t.Helper()
 	base := t.TempDir()
-	p := docPaths{dir: filepath.Join(base, "repo"), path: filepath.Join(base, "path"), home: filepath.Join(base, "home")}
+	p := docPaths{dir: filepath.Join(base, "repo"), path: filepath.Join(base, "path"), home: filepath.Join(base, "home"), httpAddr: startHTTPDemo(t)}
 	link := func(target, name string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
@@ -398,6 +432,7 @@ func runDocCommand(t *testing.T, p docPaths, c docCommand) {
 		!strings.Contains(logical, "--count") && !strings.Contains(logical, "--subscriber")
 
 	script := "set -o pipefail\n" + strings.Join(c.preamble, "\n") + "\n" + c.script + "\n"
+	script = strings.ReplaceAll(script, docHTTPAddr, p.httpAddr)
 	mark := newMark()
 	ctx, cancel := context.WithTimeout(context.Background(), docCommandTimeout)
 	defer cancel()

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +19,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/transport"
 )
 
 // Errors that say what to do: each names the flag or setting to change.
@@ -54,9 +60,20 @@ func checkServerDir(cmd *cobra.Command, v *viper.Viper, s *settings, serverArgv 
 	return configErr("the server's working directory %s %s (set by %s)", dir, what, from)
 }
 
+// errNoServer is the error of a command that talks to a server when none
+// is given.
+func errNoServer() error {
+	return usageErr("no server: give its command after --, or --url URL (a remote server), or --server NAME (mcpServers in the config file), or server.command or server.url in the config file")
+}
+
 // connectError makes a failure to connect say what to do about it.
 func (a *app) connectError(err error) error {
 	var je *jsonrpc.Error
+	if srv := a.settings.runner.Server; srv.Remote() {
+		if hint := remoteHint(err, srv.URL); hint != nil {
+			return hint
+		}
+	}
 	switch {
 	case errors.Is(err, runner.ErrConnectTimeout):
 		return &cliError{code: exitTimeout, kind: "transport",
@@ -111,3 +128,51 @@ func interruptedError(ctx context.Context) error {
 	}
 	return fmt.Errorf("interrupted (%s): the request in flight was cancelled on the server", what)
 }
+
+// remoteHint explains a failure to reach or to be let in by a remote
+// server, with what to do about it; nil when err is none of those.
+func remoteHint(err error, url string) error {
+	var (
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		record  tls.RecordHeaderError
+		status  *transport.StatusError
+	)
+	switch {
+	case errors.As(err, &status) && status.Status == http.StatusUnauthorized:
+		return hinted(err, "the server requires authorization: pass --header 'Authorization: Bearer …' (or set headers in the config file)")
+	case errors.As(err, &status) && status.Status == http.StatusForbidden:
+		return hinted(err, "the server refuses these credentials: check the --header values (a token's scope, its expiry)")
+	case errors.As(err, &dnsErr):
+		return hinted(err, "the host %s is not found: check the URL %s", dnsErr.Name, url)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return hinted(err, "nothing listens there: check the URL %s (host, port) and that the server runs", url)
+	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &host), errors.As(err, &invalid):
+		return hinted(err, "TLS: the server's certificate is not trusted for this host: check the URL's host name; for a private CA, add it to the system's trust store or point SSL_CERT_FILE at it")
+	case errors.As(err, &record), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return hinted(err, "TLS: the server did not answer TLS: the URL may need http:// rather than https://")
+	}
+	return nil
+}
+
+// hinted is a connection failure (exit 3) with what to do about it: the
+// transport's message (which names the cause), then the hint.
+func hinted(err error, format string, args ...any) error {
+	msg := err.Error()
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		msg = je.Message
+	}
+	return &cliError{code: exitConnection, kind: "transport", err: &hintedError{msg: msg + "; " + fmt.Sprintf(format, args...), err: err}}
+}
+
+type hintedError struct {
+	msg string
+	err error
+}
+
+func (e *hintedError) Error() string { return e.msg }
+func (e *hintedError) Unwrap() error { return e.err }

@@ -54,8 +54,8 @@ func (a *app) proxyCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s := a.settings
-			if s.runner.Server.Command == "" {
-				return usageErr("no server: give its command after --, or --server NAME (mcpServers in the config file), or server.command in the config file")
+			if s.runner.Server.Command == "" && !s.runner.Server.Remote() {
+				return errNoServer()
 			}
 			cfg := proxy.Config{Logger: a.logger, MaxLineBytes: s.runner.MaxLineBytes, MaxInFlight: maxInFlight, ResumeTimeout: resume}
 			if len(s.allow) > 0 || len(s.deny) > 0 {

@@ -98,8 +98,10 @@ what you ask: list and call tools, read resources, get prompts, complete
 arguments, listen for changes, or send any request. It speaks both protocol
 eras: the initialize handshake (2024-11-05 … 2025-11-25) and 2026-07-28.
 
-The server is the command after --, or --server NAME from the config file's
-mcpServers map, or server.command in the config file.
+The server is the command after --, or a remote server's URL (--url, with
+--header for credentials; Streamable HTTP), or --server NAME from the config
+file's mcpServers map (a command, or a url), or server.command or server.url
+in the config file.
 
 Settings come from flags, then SNODO_* environment variables (SNODO_TIMEOUT,
 SNODO_PROTOCOL, SNODO_SERVER_COMMAND, …), then the config file (--config, or
@@ -114,11 +116,14 @@ Results go to stdout as JSON (--output json or pretty) or as text for people
 
 func (a *app) newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "snodo-run [flags] COMMAND [args] -- SERVER [SERVER ARGS…]",
+		Use:   "snodo-run [flags] COMMAND [args] (-- SERVER [SERVER ARGS…] | --url URL)",
 		Short: "Run an MCP server with sandboxed Wasm handlers and talk to it",
 		Long:  rootLong,
 		Example: `  # Call a tool; a Wasm module answers the server's elicitation
   snodo-run --handler elicit.wasm tools call register -- ./demo --era modern
+
+  # List the tools of a remote server
+  snodo-run --url https://mcp.example.com/mcp --header 'Authorization: Bearer TOKEN' tools list
 
   # List the tools of a server from a desktop host's mcpServers config
   snodo-run --config claude_desktop_config.json --server everything tools list --output text`,
@@ -135,6 +140,8 @@ func (a *app) newRoot() *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&a.configFlag, "config", "", "config file (YAML, TOML or JSON); default snodo.{yaml,toml,json} in . or the user config dir")
 	f.String("server", "", "start the server NAME of the config file's mcpServers map")
+	f.String("url", "", "talk to the remote server at `URL` (its MCP endpoint, http or https) over Streamable HTTP instead of starting one")
+	f.StringArray("header", nil, "`'Name: value'` HTTP header sent to the --url server with every request (such as Authorization); repeatable")
 	f.StringArray("handler", nil, "`[METHOD=]FILE.wasm` answers METHOD (comma-separated list; default: what the module declares); repeatable")
 	f.StringArray("handler-config", nil, "`[MODULE=]JSON|@FILE` configuration of the handler modules (MODULE: a module's file name without .wasm); repeatable")
 	f.String("progress", "", "`FILE.wasm` consumes progress notifications (takes precedence over the progress display)")

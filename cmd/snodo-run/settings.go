@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -30,6 +31,8 @@ const (
 	keyServerCommand     = "server.command"
 	keyServerArgs        = "server.args"
 	keyServerCd          = "server.cd"
+	keyServerURL         = "server.url"
+	keyHeader            = "header"
 	keyHandler           = "handler"
 	keyHandlerConfig     = "handler_config"
 	keyProgress          = "progress"
@@ -49,6 +52,14 @@ const (
 	keyCacheDir          = "cache_dir"
 	keyAllowTools        = "guard.allow"
 	keyDenyTools         = "guard.deny"
+)
+
+// keyHeaderFromFlag and keyURLFromFlag are set, never read from a file or
+// the environment, when --header or --url was given: SNODO_HEADER is read a
+// header a line, and --url beats --server.
+const (
+	keyHeaderFromFlag = "\x00header_from_flag"
+	keyURLFromFlag    = "\x00url_from_flag"
 )
 
 // configFileName is the config file looked for in the working directory
@@ -74,18 +85,26 @@ type settings struct {
 type fileConfig struct {
 	MCPServers map[string]mcpServer `json:"mcpServers"`
 	Server     struct {
-		Env map[string]*string `json:"env"`
+		Env     map[string]*string `json:"env"`
+		Headers map[string]string  `json:"headers"`
 	} `json:"server"`
 	Modules map[string]moduleSettings `json:"modules"`
 }
 
 // mcpServer is one entry of the de facto standard mcpServers map that
-// desktop MCP hosts write.
+// desktop MCP hosts write: a command to start, or a remote server's url
+// (serverUrl and httpUrl are other hosts' names for it) with headers.
 type mcpServer struct {
-	Command string             `json:"command"`
-	Args    []string           `json:"args"`
-	Env     map[string]*string `json:"env"`
-	Cwd     string             `json:"cwd"`
+	Type      string             `json:"type"`
+	Command   string             `json:"command"`
+	Args      []string           `json:"args"`
+	Env       map[string]*string `json:"env"`
+	Cwd       string             `json:"cwd"`
+	URL       string             `json:"url"`
+	ServerURL string             `json:"serverUrl"`
+	HTTPURL   string             `json:"httpUrl"`
+	Headers   map[string]string  `json:"headers"`
+	Disabled  bool               `json:"disabled"`
 }
 
 // moduleSettings are a Wasm module's settings, by module name (its file's
@@ -125,12 +144,19 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetDefault(keyProtocol, "auto")
 	v.SetDefault(keyOutput, "json")
 	v.SetDefault(keyShutdownGrace, runner.DefaultShutdownGrace.String())
+	if f := flags.Lookup("header"); f != nil && f.Changed {
+		v.Set(keyHeaderFromFlag, true)
+	}
+	if f := flags.Lookup("url"); f != nil && f.Changed {
+		v.Set(keyURLFromFlag, true)
+	}
 	for key, flag := range map[string]string{
 		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
 		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
 		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyTaskTimeout: "task-timeout", keyProtocol: "protocol", keyEnv: "env",
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
+		keyServerURL: "url", keyHeader: "header",
 		keyNoPIDNamespace: "no-pid-namespace",
 	} {
 		if f := flags.Lookup(flag); f != nil {
@@ -283,15 +309,31 @@ func duration(v *viper.Viper, key string) (time.Duration, error) {
 	return d, nil
 }
 
-// resolveServer picks the server: the command after --, else --server NAME
-// from the config file's mcpServers, else server.command.
+// resolveServer picks the server: the command after --, else --url (or
+// SNODO_SERVER_URL), else --server NAME from the config file's mcpServers,
+// else server.url or server.command of the config file.
 func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Server) error {
 	name := v.GetString(keyServerName)
+	url := v.GetString(keyServerURL)
+	urlFrom := ""
+	fromEntry := false // the server is an mcpServers entry
 	switch {
+	case v.GetBool(keyURLFromFlag):
+		urlFrom = "--url"
+	case os.Getenv(envName(keyServerURL)) != "":
+		urlFrom = envName(keyServerURL)
+	}
+	switch {
+	case len(argv) > 0 && urlFrom != "":
+		return usageErr("give either %s (a remote server) or a server command after --, not both", urlFrom)
 	case len(argv) > 0:
 		srv.Command, srv.Args = argv[0], argv[1:]
 		srv.Env = envVars(fc.Server.Env)
 		srv.Dir = v.GetString(keyServerCd)
+	case url != "" && (name == "" || urlFrom != ""):
+		// --url or SNODO_SERVER_URL; server.url of the config file yields
+		// to --server NAME.
+		srv.URL = url
 	case name != "":
 		entry, ok := fc.MCPServers[name]
 		if !ok {
@@ -305,16 +347,48 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 			}
 			return configErr("no server named %q in mcpServers (have: %s)", name, strings.Join(names, ", "))
 		}
-		if entry.Command == "" {
-			return configErr("mcpServers.%s has no command", name)
+		if err := entry.resolve(name, srv); err != nil {
+			return err
 		}
-		srv.Command, srv.Args, srv.Dir = entry.Command, entry.Args, entry.Cwd
-		srv.Env = envVars(entry.Env)
+		fromEntry = true
 	default:
 		srv.Command = v.GetString(keyServerCommand)
 		srv.Args = v.GetStringSlice(keyServerArgs)
 		srv.Env = envVars(fc.Server.Env)
 		srv.Dir = v.GetString(keyServerCd)
+	}
+	if srv.Remote() {
+		if err := runner.CheckURL(srv.URL); err != nil {
+			return usageErr("%v", err)
+		}
+		if !fromEntry { // an entry has headers of its own
+			if err := addHeaders(srv, fc.Server.Headers, "server.headers"); err != nil {
+				return err
+			}
+		}
+		list, from, err := headerList(v)
+		if err != nil {
+			return err
+		}
+		for _, h := range list {
+			n, val, ok := strings.Cut(h, ":")
+			if !ok {
+				// Not shown: a value without its name may be a token.
+				return usageErr("%s wants 'Name: value': one has no colon", from)
+			}
+			if err := addHeaders(srv, map[string]string{strings.TrimSpace(n): strings.TrimSpace(val)}, from); err != nil {
+				return err
+			}
+		}
+		if len(v.GetStringSlice(keyEnv)) > 0 || v.GetString(keyCd) != "" {
+			return usageErr("--env and --cd apply to a server process; %s is a remote server", srv.URL)
+		}
+		return nil
+	}
+	if list, from, _ := headerList(v); len(list) > 0 && from != headerFromFile {
+		// The config file's headers wait for a remote server; --header
+		// given for a command is a mistake.
+		return usageErr("%s applies to a remote server (--url, or an mcpServers entry with a url); %s is a command", from, srv.Command)
 	}
 	for _, kv := range v.GetStringSlice(keyEnv) {
 		k, val, ok := strings.Cut(kv, "=")
@@ -328,6 +402,92 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 	}
 	return nil
 }
+
+// httpTypes are the names MCP hosts give the Streamable HTTP transport in
+// an mcpServers entry's type.
+var httpTypes = []string{"http", "streamable-http", "streamableHttp", "streamable_http"}
+
+// resolve makes the server of the mcpServers entry name.
+func (e mcpServer) resolve(name string, srv *runner.Server) error {
+	if e.Disabled {
+		return configErr("mcpServers.%s is disabled (\"disabled\": true in the config file): enable it there, or pick another server", name)
+	}
+	urls := 0
+	for _, u := range []string{e.URL, e.ServerURL, e.HTTPURL} {
+		if u != "" {
+			srv.URL = u
+			urls++
+		}
+	}
+	switch {
+	case urls > 1:
+		return configErr("mcpServers.%s has more than one of url, serverUrl and httpUrl", name)
+	case strings.EqualFold(e.Type, "sse"):
+		return configErr("mcpServers.%s has type sse, the HTTP+SSE transport of 2024-11-05, which snodo-run does not speak: it speaks Streamable HTTP (type http), which most servers also serve, usually at /mcp", name)
+	case e.Type != "" && e.Type != "stdio" && !slices.ContainsFunc(httpTypes, func(t string) bool { return strings.EqualFold(t, e.Type) }):
+		return configErr("mcpServers.%s has type %q: snodo-run knows stdio and http (also named %s)", name, e.Type, strings.Join(httpTypes[1:], ", "))
+	case e.Type == "stdio" && urls > 0:
+		return configErr("mcpServers.%s has type stdio and a url", name)
+	case urls > 0 && (e.Command != "" || len(e.Args) > 0 || len(e.Env) > 0 || e.Cwd != ""):
+		return configErr("mcpServers.%s has both a url and a command (or args, env, cwd): give one or the other", name)
+	case urls > 0:
+		if err := runner.CheckURL(srv.URL); err != nil {
+			return configErr("mcpServers.%s: %v", name, err)
+		}
+		return addHeaders(srv, e.Headers, "mcpServers."+name+".headers")
+	case e.Type != "" && e.Type != "stdio":
+		return configErr("mcpServers.%s has type %s and no url", name, e.Type)
+	case len(e.Headers) > 0:
+		return configErr("mcpServers.%s has headers but no url: headers apply to a remote server", name)
+	case e.Command == "":
+		return configErr("mcpServers.%s has no command (nor url)", name)
+	}
+	srv.Command, srv.Args, srv.Dir = e.Command, e.Args, e.Cwd
+	srv.Env = envVars(e.Env)
+	return nil
+}
+
+// addHeaders adds headers to a remote server, each checked; a name given
+// again replaces the earlier value (flags come after the config file).
+func addHeaders(srv *runner.Server, headers map[string]string, from string) error {
+	names := make([]string, 0, len(headers))
+	for n := range headers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := runner.CheckHeader(n, headers[n]); err != nil {
+			return usageErr("%s: %v", from, err)
+		}
+		if srv.Header == nil {
+			srv.Header = http.Header{}
+		}
+		srv.Header.Set(n, headers[n])
+	}
+	return nil
+}
+
+// headerList is the --header values: the flag's, else SNODO_HEADER's (one
+// header a line: values hold spaces), else the config file's header list;
+// and where they came from, for errors.
+func headerList(v *viper.Viper) ([]string, string, error) {
+	if v.GetBool(keyHeaderFromFlag) {
+		return v.GetStringSlice(keyHeader), "--header", nil
+	}
+	if env, ok := os.LookupEnv(envName(keyHeader)); ok {
+		var out []string
+		for _, line := range strings.Split(env, "\n") {
+			if line = strings.TrimRight(line, "\r"); strings.TrimSpace(line) != "" {
+				out = append(out, line)
+			}
+		}
+		return out, envName(keyHeader), nil
+	}
+	return v.GetStringSlice(keyHeader), headerFromFile, nil
+}
+
+// headerFromFile names the config file's header list in errors.
+const headerFromFile = "header in the config file"
 
 // envVars turns an env map (a null value unsets) into changes, sorted by
 // name so that runs are reproducible.

@@ -150,8 +150,8 @@ var errExit = errors.New("exit")
 
 func (a *app) runShell(historyFile string) (err error) {
 	s := a.settings
-	if s.runner.Server.Command == "" {
-		return usageErr("no server: give its command after --, or --server NAME (mcpServers in the config file), or server.command in the config file")
+	if s.runner.Server.Command == "" && !s.runner.Server.Remote() {
+		return errNoServer()
 	}
 	sh := &shell{a: a, base: a.ctx, names: newNames()}
 	sh.interactive = isTerminal(a.stdin) && isTerminal(a.stdout)

@@ -38,7 +38,9 @@ func fields(m map[string]*schema) *schema { return &schema{fields: m} }
 var configSchema = fields(map[string]*schema{
 	"server": fields(map[string]*schema{
 		"name": leaf, "command": leaf, "args": leaf, "cd": leaf, "env": leaf,
+		"url": leaf, "headers": leaf,
 	}),
+	keyHeader:  leaf,
 	keyHandler: leaf, keyHandlerConfig: leaf, keyProgress: leaf, keySubscriber: leaf,
 	keyMaxServerRequests: leaf, keyMaxLineBytes: leaf, keyTimeout: leaf, keyConnectTimeout: leaf, keyTaskTimeout: leaf,
 	keyProtocol: leaf, keyEnv: leaf, keyCd: leaf, keyOutput: leaf, keyVerbose: leaf,
@@ -46,6 +48,7 @@ var configSchema = fields(map[string]*schema{
 	"guard": fields(map[string]*schema{"allow": leaf, "deny": leaf}),
 	"mcpServers": {each: fields(map[string]*schema{
 		"command": leaf, "args": leaf, "env": leaf, "cwd": leaf, "type": leaf,
+		"url": leaf, "serverUrl": leaf, "httpUrl": leaf, "headers": leaf, "disabled": leaf,
 	})},
 	"modules": {each: fields(map[string]*schema{
 		"config": leaf, "sha256": leaf, "timeout": leaf, "trusted": leaf,
@@ -255,7 +258,7 @@ func envName(key string) string {
 
 // envKeys are the settings keys that SNODO_ variables set.
 var envKeys = []string{
-	keyServerName, keyServerCommand, keyServerArgs, keyServerCd, keyHandler, keyHandlerConfig,
+	keyServerName, keyServerCommand, keyServerArgs, keyServerCd, keyServerURL, keyHeader, keyHandler, keyHandlerConfig,
 	keyProgress, keySubscriber, keyMaxServerRequests, keyMaxLineBytes, keyTimeout, keyConnectTimeout, keyTaskTimeout,
 	keyProtocol, keyEnv, keyCd, keyOutput, keyVerbose, keyServerStderr, keyShutdownGrace,
 	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace,

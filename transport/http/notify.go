@@ -49,10 +49,24 @@ func (t *Transport) Notify(ctx context.Context, n *jsonrpc.Notification, opts tr
 	}
 	drain(resp)
 	if n.Method == methodInitialized && !isModern(h) {
-		t.openGET(baseHeaders(h))
+		// A server sends its requests that belong to no call on the GET
+		// stream, and drops them while it is not open (the TypeScript SDK
+		// does): the requests after this one wait for its answer.
+		ready := t.openGET(baseHeaders(h))
+		wait := time.NewTimer(getReadyWait)
+		defer wait.Stop()
+		select {
+		case <-ready:
+		case <-wait.C:
+		case <-ctx.Done():
+		}
 	}
 	return nil
 }
+
+// getReadyWait bounds how long Notify of notifications/initialized waits
+// for the standalone GET stream's answer.
+const getReadyWait = 5 * time.Second
 
 // bound returns ctx bounded by timeout (none when 0) and by the
 // transport's life.
@@ -109,31 +123,53 @@ func (t *Transport) DeleteSession(ctx context.Context, opts transport.SessionOpt
 		&transport.StatusError{Status: resp.StatusCode, Body: capText(data)})
 }
 
-// openGET starts the standalone GET stream once.
-func (t *Transport) openGET(h nethttp.Header) {
+// openGET starts the standalone GET stream once, and returns a channel
+// closed once its first opening has an answer (the stream, a refusal, or a
+// failure).
+func (t *Transport) openGET(h nethttp.Header) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.err != nil || t.getStarted {
-		return
+	if t.getReady == nil {
+		t.getReady = make(chan struct{})
+	}
+	if t.err != nil {
+		return closedChan
+	}
+	if t.getStarted {
+		return t.getReady
 	}
 	t.getStarted = true
-	t.goLocked(func() { t.getLoop(h) })
+	ready := t.getReady
+	t.goLocked(func() { t.getLoop(h, ready) })
+	return ready
 }
 
-// getLoop keeps the standalone GET stream open: server requests and
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// getLoop keeps the standalone GET stream open, closing ready once the
+// first opening has its answer: server requests and
 // notifications arrive on it, and responses of resumed streams are routed
 // to their requests. When the stream ends it is reopened after the
 // server's retry time, with Last-Event-ID, until the transport closes, the
 // server answers 405 (no stream) or another failure status, or
 // maxGETFailures openings in a row bring nothing.
-func (t *Transport) getLoop(h nethttp.Header) {
+func (t *Transport) getLoop(h nethttp.Header, ready chan struct{}) {
 	var (
 		lastID   string
 		retry    time.Duration
 		failures int
 	)
+	defer func() {
+		if ready != nil {
+			close(ready)
+		}
+	}()
 	for {
 		resp, err := t.do(t.life, nethttp.MethodGet, nil, h, lastID)
+		if ready != nil {
+			close(ready)
+			ready = nil
+		}
 		if t.life.Err() != nil {
 			if err == nil {
 				resp.Body.Close()

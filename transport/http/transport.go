@@ -94,6 +94,7 @@ type Transport struct {
 	inbound    bool // SetInbound was called
 	onNotify   transport.NotificationFunc
 	getStarted bool
+	getReady   chan struct{} // closed once the first GET has its answer (or failed)
 }
 
 // Compile-time checks of the capabilities Transport offers.

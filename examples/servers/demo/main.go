@@ -12,6 +12,12 @@
 //	demo --era modern   # 2026-07-28: server/discover, per-request _meta;
 //	                    # the server asks by returning input_required
 //
+// With --http ADDR it serves the same over Streamable HTTP instead, at
+// http://ADDR/mcp (the SDK's mcp.NewStreamableHTTPHandler), and with
+// --token T it answers 401 to a request without "Authorization: Bearer T":
+//
+//	demo --http 127.0.0.1:8931 --token s3cret
+//
 // Each tool that needs input returns InputRequests; the SDK sends them to a
 // legacy client as server-to-client requests and to a modern client as an
 // input_required result, so the same client handler answers both.
@@ -21,9 +27,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -47,6 +56,8 @@ func main() {
 	stepDelay := flag.Duration("step-delay", 300*time.Millisecond, "default pause between two progress steps of the count tool")
 	verbose := flag.Bool("verbose", false, "log the server's activity on stderr")
 	sdkDiscover := flag.Bool("sdk-discover", false, "with --era legacy, let the SDK answer server/discover with -32022 and its legacy versions, instead of -32601 as a server written before 2026-07-28 does")
+	httpAddr := flag.String("http", "", "serve Streamable HTTP at http://`ADDR`/mcp instead of stdio (port 0: any free one; the URL is printed on stderr)")
+	token := flag.String("token", "", "with --http, answer 401 to a request without \"Authorization: Bearer `TOKEN`\"")
 	churn := flag.Duration("churn", 0, "if set, toggle the bonus tool, prompt and resource and touch demo://counter at this interval, so that listeners see changes")
 	flag.Parse()
 
@@ -89,6 +100,13 @@ func main() {
 	if *churn > 0 {
 		go d.churn(ctx, *churn)
 	}
+	if *httpAddr != "" {
+		if err := serveHTTP(ctx, server, *httpAddr, *token, *era == "modern"); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var t mcp.Transport = &mcp.StdioTransport{}
 	if *era == "legacy" && !*sdkDiscover {
 		t = legacyserver.WithoutDiscover(t)
@@ -97,6 +115,40 @@ func main() {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// serveHTTP serves the server over Streamable HTTP at /mcp until ctx ends.
+func serveHTTP(ctx context.Context, server *mcp.Server, addr, token string, stateless bool) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	// The SDK serves 2026-07-28 over HTTP in its stateless mode only; the
+	// legacy era keeps a session per client, which carries the server's
+	// requests on the SSE stream of the call.
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: stateless})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="demo"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(os.Stderr, "demo: listening on http://%s/mcp\n", l.Addr())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // demo holds the server and the state its tools change.

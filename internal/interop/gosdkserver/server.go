@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -50,6 +51,23 @@ func run(versions []string, legacy bool) int {
 		return 1
 	}
 	return 0
+}
+
+// HTTPHandler serves the same server over Streamable HTTP with the SDK's
+// mcp.NewStreamableHTTPHandler, for the given versions (nil: every
+// version, 2026-07-28 first). With 2026-07-28 the handler is stateless,
+// the only way the SDK serves that version over HTTP. Without it the
+// server speaks the legacy era only, with a session per client: it
+// answers server/discover with -32022 listing its legacy versions, so a
+// dual-era client falls back to initialize, and it sends its requests to
+// the client on the SSE stream of the call.
+func HTTPHandler(versions []string) http.Handler {
+	if versions == nil {
+		versions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	}
+	s := NewServer(versions)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: slices.Contains(versions, "2026-07-28")})
 }
 
 // NewServer returns the interop server speaking versions, for any
