@@ -1,0 +1,259 @@
+package oauth
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Transport is an http.RoundTripper that authorizes requests to MCP servers
+// with OAuth. It is safe for concurrent use. See the package documentation
+// for the flow.
+type Transport struct {
+	base   http.RoundTripper
+	cfg    Config
+	client *http.Client
+	flight singleflight.Group
+	now    func() time.Time
+
+	mu      sync.Mutex
+	servers map[string]*serverState
+}
+
+// serverState is the grant in use for one MCP server.
+type serverState struct {
+	mu     sync.Mutex
+	loaded bool
+	grant  *Grant
+	gen    uint64 // incremented whenever grant changes
+}
+
+// NewTransport returns a Transport that sends requests through base (nil
+// means http.DefaultTransport) with the authorization cfg describes.
+//
+// Note: a request whose authorization must be obtained or renewed is sent a
+// second time, so its body must be replayable: http.NewRequest sets GetBody
+// for bytes, strings and bytes.Buffer bodies. Without GetBody the
+// authorization is still obtained, and RoundTrip returns an error wrapping
+// ErrBodyNotReplayable; sending the request again then succeeds.
+func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Scopes = slices.Clone(cfg.Scopes)
+	c := cfg.HTTPClient
+	if c == nil {
+		c = &http.Client{Transport: base, Timeout: time.Minute}
+	}
+	return &Transport{base: base, cfg: cfg, client: c, now: time.Now, servers: map[string]*serverState{}}, nil
+}
+
+// NewClient returns an *http.Client whose requests are authorized as cfg
+// describes; base (nil means http.DefaultClient) supplies the RoundTripper,
+// timeout, redirect policy and cookie jar.
+func NewClient(base *http.Client, cfg Config) (*http.Client, error) {
+	if base == nil {
+		base = http.DefaultClient
+	}
+	t, err := NewTransport(base.Transport, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := *base
+	c.Transport = t
+	return &c, nil
+}
+
+func (t *Transport) state(key string) *serverState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.servers[key]
+	if st == nil {
+		st = &serverState{}
+		t.servers[key] = st
+	}
+	return st
+}
+
+// current returns the grant to use for the server, loading it from the
+// store the first time and refreshing it when it has expired.
+func (t *Transport) current(ctx context.Context, key string, st *serverState) (*Grant, uint64, error) {
+	st.mu.Lock()
+	if !st.loaded {
+		g, err := t.cfg.Store.Load(ctx, key)
+		if err != nil {
+			st.mu.Unlock()
+			return nil, 0, err
+		}
+		st.grant, st.loaded = g, true
+	}
+	g, gen := st.grant, st.gen
+	st.mu.Unlock()
+	if g == nil || g.AccessToken == "" || !g.expired(t.now()) || g.RefreshToken == "" {
+		return g, gen, nil
+	}
+	v, err, _ := t.flight.Do(key+"\x00refresh", func() (any, error) {
+		st.mu.Lock()
+		if st.gen != gen { // refreshed meanwhile
+			g, gen := st.grant, st.gen
+			st.mu.Unlock()
+			return [2]any{g, gen}, nil
+		}
+		st.mu.Unlock()
+		ng, err := t.refreshGrant(ctx, g)
+		if err != nil {
+			// Fall back to the server's 401 and a new authorization.
+			ng = g.clone()
+			ng.AccessToken, ng.RefreshToken = "", ""
+		}
+		return t.install(ctx, key, st, ng)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	r := v.([2]any)
+	return r[0].(*Grant), r[1].(uint64), nil
+}
+
+func (t *Transport) refreshGrant(ctx context.Context, g *Grant) (*Grant, error) {
+	m, err := fetchServerMetadata(ctx, t.client, g.Issuer)
+	if err != nil {
+		return nil, err
+	}
+	return t.refresh(ctx, m, g)
+}
+
+// install makes g the server's grant and saves it.
+func (t *Transport) install(ctx context.Context, key string, st *serverState, g *Grant) ([2]any, error) {
+	g.Server = key
+	if err := t.cfg.Store.Save(ctx, key, g); err != nil {
+		return [2]any{}, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.grant = g
+	st.gen++
+	return [2]any{g, st.gen}, nil
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") {
+		closeBody(req)
+		return nil, fmt.Errorf("oauth: unsupported URL %q", redactURL(req.URL.String()))
+	}
+	ctx := req.Context()
+	key := canonicalResource(req.URL)
+	st := t.state(key)
+	g, gen, err := t.current(ctx, key, st)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(withToken(req, g, req.Body))
+	if err != nil {
+		return nil, err
+	}
+	ch, again := t.needsAuthorization(resp, g)
+	if !again {
+		return resp, nil
+	}
+	drain(resp)
+
+	v, err, _ := t.flight.Do(key+"\x00authorize", func() (any, error) {
+		st.mu.Lock()
+		if st.gen != gen { // another request obtained a grant meanwhile
+			g, gen := st.grant, st.gen
+			st.mu.Unlock()
+			return [2]any{g, gen}, nil
+		}
+		st.mu.Unlock()
+		ng, err := t.authorize(ctx, key, req.URL, ch, g)
+		if err != nil {
+			return nil, err
+		}
+		return t.install(ctx, key, st, ng)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ng := v.([2]any)[0].(*Grant)
+
+	body := req.Body
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, fmt.Errorf("%w: %s %s", ErrBodyNotReplayable, req.Method, redactURL(req.URL.String()))
+		}
+		if body, err = req.GetBody(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBodyNotReplayable, err)
+		}
+	}
+	return t.base.RoundTrip(withToken(req, ng, body))
+}
+
+// needsAuthorization reports whether resp asks for a (new) authorization
+// that may make the request succeed, and returns the Bearer challenge.
+func (t *Transport) needsAuthorization(resp *http.Response, used *Grant) (map[string]string, bool) {
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		ch := bearerChallenge(resp.Header)
+		if ch == nil {
+			ch = map[string]string{}
+		}
+		return ch, true
+	case http.StatusForbidden:
+		ch := bearerChallenge(resp.Header)
+		if ch == nil || !isStepUp(ch) {
+			return nil, false
+		}
+		// Scope Challenge Handling: step up only when the challenge asks
+		// for a scope not yet requested; asking again for the same scopes
+		// would loop, so the 403 goes back to the caller.
+		want := strings.Fields(ch["scope"])
+		if len(want) == 0 || used == nil {
+			return nil, false
+		}
+		for _, s := range want {
+			if !slices.Contains(used.Scopes, s) {
+				return ch, true
+			}
+		}
+		return nil, false
+	}
+	return nil, false
+}
+
+// withToken returns a copy of req with body and, if g has an access token,
+// the Authorization header (MCP authorization, "Token Requirements").
+func withToken(req *http.Request, g *Grant, body io.ReadCloser) *http.Request {
+	r := req.Clone(req.Context())
+	r.Body = body
+	if g != nil && g.AccessToken != "" {
+		r.Header.Set("Authorization", "Bearer "+g.AccessToken)
+	}
+	return r
+}
+
+// drain discards a little of resp's body so the connection can be reused,
+// then closes it.
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
