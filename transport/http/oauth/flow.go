@@ -320,4 +320,3 @@ func (g *Grant) expired(now time.Time) bool {
 	const skew = 10 * time.Second
 	return !g.Expiry.IsZero() && now.Add(skew).After(g.Expiry)
 }
-

@@ -256,4 +256,3 @@ func closeBody(req *http.Request) {
 		req.Body.Close()
 	}
 }
-
