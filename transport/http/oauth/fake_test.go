@@ -294,6 +294,9 @@ type fakeRS struct {
 	prmScopes     []string // scopes_supported in PRM
 	// need returns the scopes the request needs.
 	need func(r *http.Request) []string
+	// hold, if set, is called with each /mcp request's body before it is
+	// answered.
+	hold func(body string)
 
 	mu    sync.Mutex
 	paths []string
@@ -344,6 +347,9 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, m)
 	case r.URL.Path == "/mcp":
 		body, _ := io.ReadAll(r.Body)
+		if rs.hold != nil {
+			rs.hold(string(body))
+		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		var granted []string
 		if ok {

@@ -13,7 +13,9 @@ import (
 
 // browser reads the line the LoopbackAuthorizer prints and follows the URL
 // as a browser would, redirects included.
-func browser(t *testing.T, out io.Reader, done chan<- error) {
+// On failure it cancels the authorization, which would otherwise wait for
+// a redirect that never comes.
+func browser(out io.Reader, cancel context.CancelFunc, done chan<- error) {
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -30,10 +32,14 @@ func browser(t *testing.T, out io.Reader, done chan<- error) {
 				err = errors.New("unexpected page: " + resp.Status + " " + string(b))
 			}
 		}
+		if err != nil {
+			cancel()
+		}
 		done <- err
 		io.Copy(io.Discard, out)
 		return
 	}
+	cancel()
 	done <- errors.New("no URL printed")
 }
 
@@ -51,13 +57,23 @@ func TestLoopbackAuthorizerEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(la.RedirectURL(), "http://127.0.0.1:") || !strings.HasSuffix(la.RedirectURL(), "/callback") {
 		t.Fatalf("redirect URL %q", la.RedirectURL())
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
-	go browser(t, pr, done)
+	go browser(pr, cancel, done)
 	c, _ := newTestClient(t, Config{Authorizer: la, RedirectURL: la.RedirectURL()})
-	mustOK(t, c, rs.url(), "x")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rs.url(), strings.NewReader("x"))
+	resp, err := c.Do(req)
 	pw.Close()
-	if err := <-done; err != nil {
+	if berr := <-done; berr != nil {
+		t.Fatal("browser: ", berr)
+	}
+	if err != nil {
 		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
 	}
 	if as.lastAuth().Get("redirect_uri") != la.RedirectURL() {
 		t.Errorf("redirect_uri %q", as.lastAuth().Get("redirect_uri"))

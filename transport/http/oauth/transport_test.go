@@ -463,6 +463,38 @@ func TestConcurrentUnauthorizedRequestsShareOneFlow(t *testing.T) {
 	}
 }
 
+// A request sent before an authorization completed, and refused after it,
+// is retried with the new token instead of authorizing again.
+func TestLateUnauthorizedUsesNewGrant(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	arrived, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	rs.hold = func(body string) {
+		if body == "late" {
+			once.Do(func() { close(arrived); <-gate })
+		}
+	}
+	c, _ := newTestClient(t, Config{})
+	late := make(chan error, 1)
+	go func() {
+		status, _, err := post(t, c, rs.url(), "late")
+		if err == nil && status != 200 {
+			err = fmt.Errorf("status %d", status)
+		}
+		late <- err
+	}()
+	<-arrived
+	mustOK(t, c, rs.url(), "first")
+	close(gate)
+	if err := <-late; err != nil {
+		t.Fatal(err)
+	}
+	if as.count("auth") != 1 {
+		t.Errorf("%d authorizations, want 1", as.count("auth"))
+	}
+}
+
 func TestNonReplayableBody(t *testing.T) {
 	as := newFakeAS(t)
 	rs := newFakeRS(t, as)
