@@ -39,6 +39,7 @@ type fakeAS struct {
 	expiresIn       int
 	oversize        bool     // serve a metadata document larger than the bound
 	deny            []string // scopes never granted
+	origin          string   // if set, the AS is served by a fakeRS at this origin
 
 	mu        sync.Mutex
 	paths     []string // every path requested, in order
@@ -64,7 +65,12 @@ func newFakeAS(t *testing.T) *fakeAS {
 	return a
 }
 
-func (a *fakeAS) issuer() string { return a.srv.URL + a.prefix }
+func (a *fakeAS) issuer() string {
+	if a.origin != "" {
+		return a.origin + a.prefix
+	}
+	return a.srv.URL + a.prefix
+}
 
 func (a *fakeAS) count(what string) int {
 	a.mu.Lock()
@@ -287,6 +293,7 @@ type fakeRS struct {
 
 	prmPath       string // "" = no PRM anywhere
 	prmInHeader   bool
+	prmHeaderPath string // if set, the header names this path instead of prmPath
 	prmResource   string // override of the resource in PRM
 	prmOversize   bool
 	authServers   func() []string
@@ -357,7 +364,11 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		ch := `Bearer error="invalid_token"`
 		if rs.prmInHeader {
-			ch += fmt.Sprintf(`, resource_metadata="%s%s"`, rs.srv.URL, rs.prmPath)
+			p := rs.prmPath
+			if rs.prmHeaderPath != "" {
+				p = rs.prmHeaderPath
+			}
+			ch += fmt.Sprintf(`, resource_metadata="%s%s"`, rs.srv.URL, p)
 		}
 		if rs.scopeInHeader != "" {
 			ch += fmt.Sprintf(`, scope="%s"`, rs.scopeInHeader)
@@ -379,6 +390,8 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		w.Write(body)
+	case rs.as.origin != "":
+		rs.as.serve(w, r) // the MCP server is its own authorization server
 	default:
 		http.NotFound(w, r)
 	}

@@ -118,9 +118,13 @@ func (t *Transport) authorize(ctx context.Context, key string, server *url.URL, 
 	if err != nil {
 		return nil, err
 	}
+	secret := cl.secret
+	if method == authNone {
+		secret = "" // a public client sends no secret, even if it was given one
+	}
 	oc := &oauth2.Config{
 		ClientID:     cl.id,
-		ClientSecret: cl.secret,
+		ClientSecret: secret,
 		Endpoint:     oauth2.Endpoint{AuthURL: d.meta.AuthorizationEndpoint, TokenURL: d.meta.TokenEndpoint, AuthStyle: authStyle(method)},
 		RedirectURL:  t.cfg.RedirectURL,
 		Scopes:       scopes,

@@ -628,3 +628,66 @@ func TestTokenNotSentToOtherServers(t *testing.T) {
 		t.Errorf("token sent to another server: %q", other.auths)
 	}
 }
+
+// A 2025-03-26 server has no Protected Resource Metadata: its origin is the
+// authorization server.
+func TestNoResourceMetadataFallsBackToServerOrigin(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	rs.prmPath, rs.prmInHeader = "", false
+	as.origin = rs.srv.URL
+	c, _ := newTestClient(t, Config{})
+	mustOK(t, c, rs.url(), "x")
+	if got := as.lastAuth().Get("resource"); got != rs.url() {
+		t.Errorf("resource %q, want the server URL %q", got, rs.url())
+	}
+}
+
+// A resource_metadata URL from the challenge that has no document is an
+// error, not a reason to guess.
+func TestChallengeResourceMetadataNotFound(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	rs.prmHeaderPath = "/missing"
+	c, _ := newTestClient(t, Config{})
+	if _, _, err := post(t, c, rs.url(), "x"); !errors.Is(err, ErrNoMetadata) {
+		t.Fatalf("err = %v, want ErrNoMetadata", err)
+	}
+}
+
+// A registration that returns a secret without naming a method, at a server
+// whose token endpoint takes only public clients, sends no secret.
+func TestPublicClientSendsNoSecret(t *testing.T) {
+	as := newFakeAS(t)
+	as.regSecret = "unused-secret"
+	rs := newFakeRS(t, as)
+	c, _ := newTestClient(t, Config{})
+	mustOK(t, c, rs.url(), "x")
+	if tok := as.lastToken(); tok.Has("client_secret") || tok.Has("basic_user") {
+		t.Errorf("token request %v carries a secret", tok)
+	}
+}
+
+func TestChooseAuthMethod(t *testing.T) {
+	for _, tc := range []struct {
+		registered string
+		secret     bool
+		supported  []string
+		want       string
+	}{
+		{"", false, nil, authNone},
+		{"", true, nil, authBasic},
+		{"", true, []string{"client_secret_post", "client_secret_basic"}, authBasic},
+		{"", true, []string{"client_secret_post"}, authPost},
+		{"", true, []string{"none"}, authNone},
+		{"client_secret_post", true, []string{"client_secret_basic"}, authPost},
+		{"private_key_jwt", true, nil, ""},
+		{"client_secret_basic", false, nil, ""},
+		{"", true, []string{"private_key_jwt"}, ""},
+	} {
+		got, err := chooseAuthMethod(tc.registered, tc.secret, tc.supported)
+		if got != tc.want || (err != nil) != (tc.want == "") {
+			t.Errorf("chooseAuthMethod(%q, %v, %q) = %q, %v; want %q", tc.registered, tc.secret, tc.supported, got, err, tc.want)
+		}
+	}
+}
