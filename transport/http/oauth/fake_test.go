@@ -41,15 +41,16 @@ type fakeAS struct {
 	deny            []string // scopes never granted
 	origin          string   // if set, the AS is served by a fakeRS at this origin
 
-	mu        sync.Mutex
-	paths     []string // every path requested, in order
-	regs      int
-	authReqs  []url.Values
-	tokenReqs []url.Values
-	codes     map[string]codeGrant
-	tokens    map[string][]string // access token → scopes
-	refreshes map[string][]string // refresh token → scopes
-	n         int
+	mu         sync.Mutex
+	paths      []string // every path requested, in order
+	regs       int
+	regMethods []any // token_endpoint_auth_method of each registration request
+	authReqs   []url.Values
+	tokenReqs  []url.Values
+	codes      map[string]codeGrant
+	tokens     map[string][]string // access token → scopes
+	refreshes  map[string][]string // refresh token → scopes
+	n          int
 }
 
 type codeGrant struct {
@@ -160,6 +161,7 @@ func (a *fakeAS) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.regs++
+		a.regMethods = append(a.regMethods, body["token_endpoint_auth_method"])
 		if body["application_type"] != "native" || body["client_name"] == "" {
 			a.t.Errorf("registration body %v: want application_type native and a client_name", body)
 		}

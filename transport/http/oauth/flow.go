@@ -85,6 +85,7 @@ func (t *Transport) authorize(ctx context.Context, key string, server *url.URL, 
 
 	g := &Grant{Server: key, Resource: d.resource, Issuer: d.issuer, Scopes: scopes}
 	if t.cfg.GrantType == GrantClientCredentials {
+		g.ClientID = t.cfg.ClientID
 		return t.clientCredentials(ctx, d, g)
 	}
 
@@ -111,8 +112,9 @@ func (t *Transport) authorize(ctx context.Context, key string, server *url.URL, 
 	if err != nil {
 		return nil, err
 	}
+	g.ClientID, g.Registered = cl.id, cl.registered
 	if cl.registered {
-		g.ClientID, g.ClientSecret, g.AuthMethod, g.RedirectURL = cl.id, cl.secret, cl.method, t.cfg.RedirectURL
+		g.ClientSecret, g.AuthMethod, g.RedirectURL = cl.secret, cl.method, t.cfg.RedirectURL
 	}
 	method, err := chooseAuthMethod(cl.method, cl.secret != "", d.meta.TokenEndpointAuthMethodsSupported)
 	if err != nil {
@@ -194,13 +196,13 @@ func (t *Transport) resolveClient(ctx context.Context, m *serverMetadata, old *G
 	if t.cfg.ClientIDMetadataURL != "" && m.ClientIDMetadataDocumentSupported {
 		return &client{id: t.cfg.ClientIDMetadataURL, method: authNone}, nil
 	}
-	if old != nil && old.ClientID != "" && old.RedirectURL == t.cfg.RedirectURL {
+	if old != nil && old.Registered && old.ClientID != "" && old.RedirectURL == t.cfg.RedirectURL {
 		return &client{id: old.ClientID, secret: old.ClientSecret, method: old.AuthMethod, registered: true}, nil
 	}
 	if m.RegistrationEndpoint == "" {
 		return nil, fmt.Errorf("%w: authorization server %q has no registration_endpoint; configure a client ID", ErrNoClient, clean(m.Issuer))
 	}
-	return register(ctx, t.client, m.RegistrationEndpoint, t.cfg.RedirectURL, t.cfg.ClientName)
+	return register(ctx, t.client, m.RegistrationEndpoint, t.cfg.RedirectURL, t.cfg.ClientName, m.TokenEndpointAuthMethodsSupported)
 }
 
 // clientCredentials obtains a token with the client_credentials grant.
@@ -233,12 +235,14 @@ func (t *Transport) clientCredentials(ctx context.Context, d *discovery, g *Gran
 // made here.
 func (t *Transport) refresh(ctx context.Context, m *serverMetadata, old *Grant) (*Grant, error) {
 	id, secret, method := old.ClientID, old.ClientSecret, old.AuthMethod
-	if id == "" {
-		id, secret = t.cfg.ClientID, t.cfg.ClientSecret
-		method = ""
-	}
-	if id == "" {
+	switch {
+	case id == "":
 		return nil, errors.New("oauth: refresh: no client ID")
+	case old.Registered:
+	case id == t.cfg.ClientID:
+		secret, method = t.cfg.ClientSecret, ""
+	default: // a Client ID Metadata Document URL: a public client
+		secret, method = "", authNone
 	}
 	method, err := chooseAuthMethod(method, secret != "", m.TokenEndpointAuthMethodsSupported)
 	if err != nil {

@@ -41,6 +41,8 @@ type LoopbackOptions struct {
 // Only a response carrying the state of the authorization in progress is
 // accepted; anything else that reaches the port is answered with an error
 // page and ignored.
+//
+// Note: it serves one authorization at a time; give each Transport its own.
 type LoopbackAuthorizer struct {
 	opts     LoopbackOptions
 	redirect string

@@ -43,10 +43,19 @@ type registrationResponse struct {
 	ErrorDescription        string `json:"error_description"`
 }
 
-// register performs Dynamic Client Registration (RFC 7591) as a public
-// native client.
-func register(ctx context.Context, c *http.Client, endpoint, redirectURL, name string) (*client, error) {
+// register performs Dynamic Client Registration (RFC 7591).
+func register(ctx context.Context, c *http.Client, endpoint, redirectURL, name string, supported []string) (*client, error) {
 	const op = "client registration"
+	// A public client (no secret) where the token endpoint takes one, else
+	// a confidential one the way the token endpoint wants it.
+	method := authNone
+	if len(supported) > 0 && !slices.Contains(supported, authNone) {
+		if slices.Contains(supported, authBasic) {
+			method = authBasic
+		} else if slices.Contains(supported, authPost) {
+			method = authPost
+		}
+	}
 	appType := "web"
 	if u, err := url.Parse(redirectURL); err == nil && isLoopbackHost(u.Hostname()) {
 		// Client Registration, "Application Type and Redirect URI
@@ -58,7 +67,7 @@ func register(ctx context.Context, c *http.Client, endpoint, redirectURL, name s
 		ClientName:              name,
 		GrantTypes:              []string{"authorization_code", "refresh_token"},
 		ResponseTypes:           []string{"code"},
-		TokenEndpointAuthMethod: authNone,
+		TokenEndpointAuthMethod: method,
 		ApplicationType:         appType,
 	})
 	if err != nil {

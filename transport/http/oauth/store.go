@@ -33,12 +33,14 @@ type Grant struct {
 	// client registration; both are discarded when the MCP server moves to
 	// another authorization server.
 	Issuer string `json:"issuer"`
-	// ClientID, ClientSecret and AuthMethod come from Dynamic Client
-	// Registration; they are empty for pre-registered clients, whose
-	// credentials stay in [Config].
+	// ClientID is the client the token was issued to. ClientSecret and
+	// AuthMethod are kept only for a client obtained by Dynamic Client
+	// Registration (Registered); a pre-registered client's secret stays in
+	// [Config].
 	ClientID     string `json:"client_id,omitempty"`
 	ClientSecret string `json:"client_secret,omitempty"`
 	AuthMethod   string `json:"token_endpoint_auth_method,omitempty"`
+	Registered   bool   `json:"registered,omitempty"`
 	// RedirectURL is the redirect URI the registration was made for.
 	RedirectURL string `json:"redirect_uri,omitempty"`
 	// AccessToken, RefreshToken and Expiry are the token; Expiry is zero

@@ -85,6 +85,9 @@ func TestAuthorizeWithHeaderPRMAndRegistration(t *testing.T) {
 	if a.Get("redirect_uri") != testRedirect || a.Get("client_id") != "dcr-client-1" {
 		t.Errorf("authorization request %v", a)
 	}
+	if len(as.regMethods) != 1 || as.regMethods[0] != "none" {
+		t.Errorf("registration asked for %v, want a public client", as.regMethods)
+	}
 	if a.Has("scope") {
 		t.Errorf("scope %q sent although neither the challenge nor PRM named one", a.Get("scope"))
 	}
@@ -217,6 +220,9 @@ func TestClientSecretPostFromRegistration(t *testing.T) {
 	mustOK(t, c, rs.url(), "x")
 	if tok := as.lastToken(); tok.Get("client_secret") != "s3cret" || tok.Has("basic_user") {
 		t.Errorf("token request %v, want client_secret_post", tok)
+	}
+	if len(as.regMethods) != 1 || as.regMethods[0] != "client_secret_post" {
+		t.Errorf("registration asked for %v, want client_secret_post, the one method the server takes", as.regMethods)
 	}
 }
 
@@ -689,5 +695,22 @@ func TestChooseAuthMethod(t *testing.T) {
 		if got != tc.want || (err != nil) != (tc.want == "") {
 			t.Errorf("chooseAuthMethod(%q, %v, %q) = %q, %v; want %q", tc.registered, tc.secret, tc.supported, got, err, tc.want)
 		}
+	}
+}
+
+// A token obtained with a Client ID Metadata Document URL is refreshed as
+// that public client.
+func TestRefreshClientIDMetadataDocumentClient(t *testing.T) {
+	const cimd = "https://conformance-test.local/client-metadata.json"
+	as := newFakeAS(t)
+	as.cimd = true
+	as.expiresIn = 3600
+	rs := newFakeRS(t, as)
+	c, tr := newTestClient(t, Config{ClientIDMetadataURL: cimd})
+	mustOK(t, c, rs.url(), "x")
+	tr.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	mustOK(t, c, rs.url(), "y")
+	if tok := as.lastToken(); tok.Get("grant_type") != "refresh_token" || tok.Get("client_id") != cimd {
+		t.Errorf("refresh request %v", tok)
 	}
 }
