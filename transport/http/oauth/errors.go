@@ -61,6 +61,7 @@ type Error struct {
 	Err error
 }
 
+// Error describes the failure in one line.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("oauth: ")
@@ -84,6 +85,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 
 // maxErrorText bounds any server-supplied text kept in an error.
