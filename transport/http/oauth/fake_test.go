@@ -306,6 +306,9 @@ type fakeRS struct {
 	// hold, if set, is called with each /mcp request's body before it is
 	// answered.
 	hold func(body string)
+	// mcp makes /mcp answer as an initialize-era MCP server instead of
+	// echoing the body.
+	mcp bool
 
 	mu    sync.Mutex
 	paths []string
@@ -391,10 +394,46 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
+		if rs.mcp {
+			answerMCP(w, r, body)
+			return
+		}
 		w.Write(body)
 	case rs.as.origin != "":
 		rs.as.serve(w, r) // the MCP server is its own authorization server
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// answerMCP answers as a minimal initialize-era MCP server with one tool.
+func answerMCP(w http.ResponseWriter, r *http.Request, body []byte) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed) // no GET stream; DELETE not needed
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	json.Unmarshal(body, &msg)
+	var result string
+	switch msg.Method {
+	case "server/discover":
+		http.NotFound(w, r) // not a 2026-07-28 server
+		return
+	case "initialize":
+		w.Header().Set("Mcp-Session-Id", "session-1")
+		result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`
+	case "tools/list":
+		result = `{"tools":[{"name":"protected-tool","inputSchema":{"type":"object"}}]}`
+	default:
+		if len(msg.ID) == 0 { // a notification
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		result = `{}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
 }
