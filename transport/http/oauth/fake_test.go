@@ -380,7 +380,7 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", ch)
-			http.Error(w, "unauthorized", 401)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		if rs.need != nil {
@@ -389,7 +389,7 @@ func (rs *fakeRS) serve(w http.ResponseWriter, r *http.Request) {
 				if !slices.Contains(granted, s) {
 					w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s", resource_metadata="%s%s"`,
 						strings.Join(need, " "), rs.srv.URL, rs.prmPath))
-					http.Error(w, "forbidden", 403)
+					http.Error(w, "forbidden", http.StatusForbidden)
 					return
 				}
 			}
