@@ -43,6 +43,10 @@ type serverState struct {
 // for bytes, strings and bytes.Buffer bodies. Without GetBody the
 // authorization is still obtained, and RoundTrip returns an error wrapping
 // ErrBodyNotReplayable; sending the request again then succeeds.
+//
+// Note: the authorization runs under the context of the request that
+// needed it, so that request's deadline bounds the time the user has to
+// consent; give the first request of a connection a generous one.
 func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	if base == nil {
 		base = http.DefaultTransport
