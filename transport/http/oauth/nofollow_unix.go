@@ -4,5 +4,10 @@ package oauth
 
 import "syscall"
 
-// nofollow makes opening a stored grant fail on a symbolic link.
-const nofollow = syscall.O_NOFOLLOW
+const (
+	// nofollow makes opening a stored grant fail on a symbolic link.
+	nofollow = syscall.O_NOFOLLOW
+	// checkModes enables the group/other permission checks of FileStore;
+	// Unix modes mean what they say here.
+	checkModes = true
+)

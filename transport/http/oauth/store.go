@@ -164,7 +164,7 @@ func NewFileStore(dir string) (*FileStore, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("oauth: token store %q is not a directory", dir)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
+	if checkModes && fi.Mode().Perm()&0o077 != 0 {
 		// The directory is ours (MkdirAll or the user made it); close it.
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("oauth: token store %q is accessible by others and cannot be restricted: %w", dir, err)
@@ -211,7 +211,7 @@ func (s *FileStore) Load(_ context.Context, server string) (*Grant, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("oauth: token store: %q is not a regular file", p)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
+	if checkModes && fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("oauth: token store: %q has mode %v, which others can access; refusing it (remove the file to authorize again)", p, fi.Mode().Perm())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxGrantFile+1))
