@@ -137,14 +137,16 @@ func (t *Transport) refreshGrant(ctx context.Context, g *Grant) (*Grant, error) 
 	return t.refresh(ctx, m, g)
 }
 
-// install makes g the server's grant and saves it.
+// install saves g and makes it the server's grant; the lock keeps the
+// store and the memory in the same order when a refresh and an
+// authorization finish together.
 func (t *Transport) install(ctx context.Context, key string, st *serverState, g *Grant) ([2]any, error) {
 	g.Server = key
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if err := t.cfg.Store.Save(ctx, key, g); err != nil {
 		return [2]any{}, err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	st.grant = g
 	st.gen++
 	return [2]any{g, st.gen}, nil
