@@ -27,6 +27,12 @@ type Transport struct {
 	servers map[string]*serverState
 }
 
+// installed is a grant and the generation it was installed as.
+type installed struct {
+	grant *Grant
+	gen   uint64
+}
+
 // serverState is the grant in use for one MCP server.
 type serverState struct {
 	mu     sync.Mutex
@@ -111,7 +117,7 @@ func (t *Transport) current(ctx context.Context, key string, st *serverState) (*
 		if st.gen != gen { // refreshed meanwhile
 			g, gen := st.grant, st.gen
 			st.mu.Unlock()
-			return [2]any{g, gen}, nil
+			return installed{g, gen}, nil
 		}
 		st.mu.Unlock()
 		ng, err := t.refreshGrant(ctx, g)
@@ -125,8 +131,8 @@ func (t *Transport) current(ctx context.Context, key string, st *serverState) (*
 	if err != nil {
 		return nil, 0, err
 	}
-	r := v.([2]any)
-	return r[0].(*Grant), r[1].(uint64), nil
+	r := v.(installed)
+	return r.grant, r.gen, nil
 }
 
 func (t *Transport) refreshGrant(ctx context.Context, g *Grant) (*Grant, error) {
@@ -140,16 +146,16 @@ func (t *Transport) refreshGrant(ctx context.Context, g *Grant) (*Grant, error) 
 // install saves g and makes it the server's grant; the lock keeps the
 // store and the memory in the same order when a refresh and an
 // authorization finish together.
-func (t *Transport) install(ctx context.Context, key string, st *serverState, g *Grant) ([2]any, error) {
+func (t *Transport) install(ctx context.Context, key string, st *serverState, g *Grant) (installed, error) {
 	g.Server = key
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := t.cfg.Store.Save(ctx, key, g); err != nil {
-		return [2]any{}, err
+		return installed{}, err
 	}
 	st.grant = g
 	st.gen++
-	return [2]any{g, st.gen}, nil
+	return installed{g, st.gen}, nil
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -181,7 +187,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if st.gen != gen { // another request obtained a grant meanwhile
 			g, gen := st.grant, st.gen
 			st.mu.Unlock()
-			return [2]any{g, gen}, nil
+			return installed{g, gen}, nil
 		}
 		st.mu.Unlock()
 		ng, err := t.authorize(ctx, key, req.URL, ch, g)
@@ -193,7 +199,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	ng := v.([2]any)[0].(*Grant)
+	ng := v.(installed).grant
 
 	body := req.Body
 	if req.Body != nil && req.Body != http.NoBody {
