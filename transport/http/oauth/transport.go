@@ -39,6 +39,9 @@ type serverState struct {
 	loaded bool
 	grant  *Grant
 	gen    uint64 // incremented whenever grant changes
+	// refused is a grant the server refused right after it was obtained;
+	// a 401 for it starts no new authorization.
+	refused *Grant
 }
 
 // NewTransport returns a Transport that sends requests through base (nil
@@ -180,6 +183,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !again {
 		return resp, nil
 	}
+	st.mu.Lock()
+	refused := g != nil && st.refused == g
+	st.mu.Unlock()
+	if refused && resp.StatusCode == http.StatusUnauthorized {
+		return resp, nil
+	}
 	drain(resp)
 
 	v, err, _ := t.flight.Do(key+"\x00authorize", func() (any, error) {
@@ -210,7 +219,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("%w: %w", ErrBodyNotReplayable, err)
 		}
 	}
-	return t.base.RoundTrip(withToken(req, ng, body))
+	resp, err = t.base.RoundTrip(withToken(req, ng, body))
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		// A token refused as soon as it was obtained: asking the user again
+		// would be refused too. Later requests with it get the 401 as is.
+		st.mu.Lock()
+		if st.grant == ng {
+			st.refused = ng
+		}
+		st.mu.Unlock()
+	}
+	return resp, err
 }
 
 // needsAuthorization reports whether resp asks for a (new) authorization

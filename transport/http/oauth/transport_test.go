@@ -714,3 +714,29 @@ func TestRefreshClientIDMetadataDocumentClient(t *testing.T) {
 		t.Errorf("refresh request %v", tok)
 	}
 }
+
+// A server that refuses the token it just asked for does not make the user
+// authorize again on every request.
+func TestFreshTokenRefusedDoesNotLoop(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	c, _ := newTestClient(t, Config{})
+	rs.hold = func(string) { // every token is refused, and cannot be refreshed
+		as.mu.Lock()
+		clear(as.tokens)
+		clear(as.refreshes)
+		as.mu.Unlock()
+	}
+	for range 3 {
+		status, _, err := post(t, c, rs.url(), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != http.StatusUnauthorized {
+			t.Fatalf("status %d, want the 401 back", status)
+		}
+	}
+	if n := as.count("auth"); n != 1 {
+		t.Errorf("%d authorizations, want 1", n)
+	}
+}
