@@ -1,7 +1,9 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -189,7 +191,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if refused && resp.StatusCode == http.StatusUnauthorized {
 		return resp, nil
 	}
-	drain(resp)
+	keep(resp)
 
 	v, err, _ := t.flight.Do(key+"\x00authorize", func() (any, error) {
 		st.mu.Lock()
@@ -205,6 +207,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return t.install(ctx, key, st, ng)
 	})
+	if errors.Is(err, ErrNoMetadata) && ch["resource_metadata"] == "" {
+		// The server does not do OAuth (no metadata anywhere): its own
+		// answer says more than the failed discovery.
+		return resp, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -275,11 +282,18 @@ func withToken(req *http.Request, g *Grant, body io.ReadCloser) *http.Request {
 	return r
 }
 
-// drain discards a little of resp's body so the connection can be reused,
-// then closes it.
-func drain(resp *http.Response) {
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+// maxKeptBody bounds the body of a 401 or 403 kept in case it is returned.
+const maxKeptBody = 4 << 10
+
+// keep replaces resp's body with its first maxKeptBody bytes in memory and
+// closes the original, so that the connection is free during the flow and
+// the response can still be returned.
+func keep(resp *http.Response) {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxKeptBody))
 	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	resp.ContentLength = int64(len(b))
+	resp.Header.Del("Content-Length")
 }
 
 func closeBody(req *http.Request) {

@@ -740,3 +740,19 @@ func TestFreshTokenRefusedDoesNotLoop(t *testing.T) {
 		t.Errorf("%d authorizations, want 1", n)
 	}
 }
+
+// A server that answers 401 but publishes no metadata anywhere does not do
+// OAuth: its 401 comes back as it was sent.
+func TestUnauthorizedWithoutMetadataIsReturned(t *testing.T) {
+	as := newFakeAS(t)
+	rs := newFakeRS(t, as)
+	rs.prmPath, rs.prmInHeader = "", false // and the AS is elsewhere: no metadata at the origin
+	c, _ := newTestClient(t, Config{})
+	status, body, err := post(t, c, rs.url(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != http.StatusUnauthorized || !strings.Contains(body, "unauthorized") {
+		t.Errorf("got %d %q, want the server's 401", status, body)
+	}
+}
