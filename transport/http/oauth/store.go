@@ -131,8 +131,8 @@ func (s *MemoryStore) Delete(_ context.Context, server string) error {
 }
 
 // FileStore is a TokenStore that keeps one JSON file per MCP server in a
-// directory only the user can read: the directory is created with mode 0700
-// and each file with mode 0600 (written to a temporary file and renamed, so
+// directory only the user can read: the directory is made mode 0700 when a
+// grant is first saved, and each file mode 0600 (written to a temporary file and renamed, so
 // a reader never sees half a file). A file that is readable or writable by
 // group or others is refused rather than trusted. File names are the SHA-256
 // of the server URI, so no part of a name comes from a server.
@@ -144,8 +144,9 @@ type FileStore struct {
 // maxGrantFile bounds a stored grant file.
 const maxGrantFile = 64 << 10
 
-// NewFileStore returns a FileStore in dir, creating dir with mode 0700 if it
-// does not exist. An empty dir means DefaultFileStoreDir.
+// NewFileStore returns a FileStore in dir; an empty dir means
+// DefaultFileStoreDir. The directory is created (mode 0700) by the first
+// Save, so a program that never needs a grant leaves no trace.
 func NewFileStore(dir string) (*FileStore, error) {
 	if dir == "" {
 		d, err := DefaultFileStoreDir()
@@ -154,23 +155,29 @@ func NewFileStore(dir string) (*FileStore, error) {
 		}
 		dir = d
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("oauth: token store: %w", err)
+	return &FileStore{dir: dir}, nil
+}
+
+// ensureDir creates the directory with mode 0700, or tightens an existing
+// one to 0700.
+func (s *FileStore) ensureDir() error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
-	fi, err := os.Lstat(dir)
+	fi, err := os.Lstat(s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("oauth: token store: %w", err)
+		return fmt.Errorf("oauth: token store: %w", err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("oauth: token store %q is not a directory", dir)
+		return fmt.Errorf("oauth: token store %q is not a directory", s.dir)
 	}
 	if checkModes && fi.Mode().Perm()&0o077 != 0 {
 		// The directory is ours (MkdirAll or the user made it); close it.
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("oauth: token store %q is accessible by others and cannot be restricted: %w", dir, err)
+		if err := os.Chmod(s.dir, 0o700); err != nil {
+			return fmt.Errorf("oauth: token store %q is accessible by others and cannot be restricted: %w", s.dir, err)
 		}
 	}
-	return &FileStore{dir: dir}, nil
+	return nil
 }
 
 // DefaultFileStoreDir returns the directory the command line keeps grants
@@ -236,6 +243,9 @@ func (s *FileStore) Load(_ context.Context, server string) (*Grant, error) {
 func (s *FileStore) Save(_ context.Context, server string, g *Grant) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.ensureDir(); err != nil {
+		return err
+	}
 	c := g.clone()
 	c.Server = server
 	data, err := json.Marshal(c)

@@ -18,18 +18,21 @@ func TestFileStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(dir)
-	if err != nil || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("store dir mode %v, %v; want 0700", fi.Mode().Perm(), err)
-	}
 	const key = "https://mcp.example.com/mcp"
 	if g, err := s.Load(ctx, key); g != nil || err != nil {
 		t.Fatalf("empty store Load = %v, %v", g, err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatal("the directory was created before a grant was saved")
 	}
 	want := &Grant{Resource: key, Issuer: "https://as.example", ClientID: "c", AccessToken: "at-secret", RefreshToken: "rt-secret",
 		Expiry: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), Scopes: []string{"a", "b"}}
 	if err := s.Save(ctx, key, want); err != nil {
 		t.Fatal(err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("store dir mode %v, %v; want 0700", fi.Mode().Perm(), err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
@@ -71,7 +74,11 @@ func TestFileStore(t *testing.T) {
 func TestFileStoreTightensDirectory(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
-	if _, err := NewFileStore(dir); err != nil {
+	s, err := NewFileStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(context.Background(), "k", &Grant{}); err != nil {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(dir)
