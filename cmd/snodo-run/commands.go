@@ -24,7 +24,12 @@ func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) 
 	if s.runner.Server.Command == "" && !s.runner.Server.Remote() {
 		return errNoServer()
 	}
-	rt, err := runner.Start(a.ctx, s.runner)
+	cfg, release, err := a.withOAuth(s.runner)
+	if err != nil {
+		return err
+	}
+	defer release()
+	rt, err := runner.Start(a.ctx, cfg)
 	if err != nil {
 		return a.startError(err)
 	}

@@ -165,6 +165,11 @@ func (a *app) runShell(historyFile string) (err error) {
 			prev(method, params)
 		}
 	}
+	cfg, release, err := a.withOAuth(cfg)
+	if err != nil {
+		return err
+	}
+	defer release()
 	rt, err := runner.Start(a.ctx, cfg)
 	if err != nil {
 		return a.startError(err)

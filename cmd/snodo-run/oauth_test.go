@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo/internal/interop/gosdkserver"
+)
+
+// oauthServers is an MCP server protected with OAuth and its authorization
+// server, which approves every request and checks PKCE.
+type oauthServers struct {
+	as, mcp *httptest.Server
+
+	mu         sync.Mutex
+	challenges map[string]string // code → code_challenge
+	authorized int
+}
+
+func newOAuthServers(t *testing.T) *oauthServers {
+	o := &oauthServers{challenges: map[string]string{}}
+	o.as = httptest.NewServer(http.HandlerFunc(o.authServer))
+	t.Cleanup(o.as.Close)
+	h := gosdkserver.HTTPHandler(nil)
+	o.mcp = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/.well-known/oauth-protected-resource/mcp":
+			writeTestJSON(w, map[string]any{"resource": o.mcp.URL + "/mcp", "authorization_servers": []string{o.as.URL}})
+		case r.Header.Get("Authorization") != "Bearer tok-1":
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, o.mcp.URL))
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(o.mcp.Close)
+	return o
+}
+
+func writeTestJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func (o *oauthServers) authServer(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch r.URL.Path {
+	case "/.well-known/oauth-authorization-server":
+		writeTestJSON(w, map[string]any{"issuer": o.as.URL, "authorization_endpoint": o.as.URL + "/authorize",
+			"token_endpoint": o.as.URL + "/token", "registration_endpoint": o.as.URL + "/register",
+			"code_challenge_methods_supported": []string{"S256"}})
+	case "/register":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"client_id": "cli-client"})
+	case "/authorize":
+		q := r.URL.Query()
+		o.authorized++
+		code := fmt.Sprint("code-", o.authorized)
+		o.challenges[code] = q.Get("code_challenge")
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+q.Get("state"), http.StatusFound)
+	case "/token":
+		r.ParseForm()
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if o.challenges[r.PostForm.Get("code")] != base64.RawURLEncoding.EncodeToString(sum[:]) {
+			w.WriteHeader(http.StatusBadRequest)
+			writeTestJSON(w, map[string]any{"error": "invalid_grant"})
+			return
+		}
+		writeTestJSON(w, map[string]any{"access_token": "tok-1", "token_type": "Bearer", "expires_in": 3600})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// runWithBrowser runs snodo-run with args, and opens the authorization URL
+// it prints, as a person at a browser would; it returns stdout, stderr and
+// whether a URL was printed.
+func runWithBrowser(t *testing.T, cacheHome string, args ...string) (stdout, stderr string, prompted bool) {
+	t.Helper()
+	mark := newMark()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_CACHE_HOME="+cacheHome, "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+mark)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var outb strings.Builder
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		outb.WriteString(line + "\n")
+		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http://") && strings.Contains(u, "/authorize?") {
+			prompted = true
+			base := &http.Transport{}
+			resp, err := (&http.Client{Transport: base}).Get(u) // follows the redirect to 127.0.0.1
+			if err != nil {
+				t.Errorf("browser: %v", err)
+			} else {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !strings.Contains(string(b), "You may close this window") {
+					t.Errorf("browser got %d %q", resp.StatusCode, b)
+				}
+			}
+			base.CloseIdleConnections()
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("snodo-run %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, outb.String(), errb.String())
+	}
+	assertNoneLeft(t, mark)
+	return outb.String(), errb.String(), prompted
+}
+
+// "snodo-run --url URL" against a server that requires OAuth: the
+// authorization URL is printed on stdout, the browser's redirect comes back
+// to 127.0.0.1, the command goes on; the grant is kept (0600, under the
+// user's cache directory), so the next run asks for nothing.
+func TestURLWithOAuth(t *testing.T) {
+	o := newOAuthServers(t)
+	cache := t.TempDir()
+	stdout, _, prompted := runWithBrowser(t, cache, "--url", o.mcp.URL+"/mcp", "tools", "list", "-o", "text")
+	if !prompted {
+		t.Fatalf("no authorization URL printed:\n%s", stdout)
+	}
+	contains(t, "tools list", stdout, "Open this URL in a browser", "http://127.0.0.1:", "ask", "count")
+	files, _ := filepath.Glob(filepath.Join(cache, "snodo", "oauth", "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("grant files %q, want one", files)
+	}
+	if fi, err := os.Stat(files[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("grant file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+
+	stdout, _, prompted = runWithBrowser(t, cache, "--url", o.mcp.URL+"/mcp", "tools", "list", "-o", "text")
+	if prompted {
+		t.Error("the second run asked for authorization again")
+	}
+	contains(t, "second tools list", stdout, "ask")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.authorized != 1 {
+		t.Errorf("%d authorizations, want 1", o.authorized)
+	}
+}
