@@ -50,6 +50,10 @@ type Client struct {
 	// tasks follows the server's tasks (tasks.go).
 	tasks taskState
 
+	logLevel legacyLogLevel
+	cache    *resultCache
+	elicit   urlElicitations
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -88,7 +92,7 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 	if cfg.maxRounds <= 0 {
 		cfg.maxRounds = defaultMaxRounds
 	}
-	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests)}
+	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests), cache: newResultCache(cfg.cache)}
 	c.life, c.endLife = context.WithCancelCause(context.Background())
 	c.subs.init()
 	if in, ok := t.(transport.Inbound); ok {
@@ -469,6 +473,9 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 	if cc.maxTotal > 0 {
 		deadline = time.Now().Add(cc.maxTotal)
 	}
+	if err := c.prepareCall(ctx, method, cc); err != nil {
+		return nil, err
+	}
 	onProgress := c.progressFunc(ctx, cc)
 	if ownsProgressToken(cc) {
 		// The task code sent its own token and routes its progress.
@@ -552,7 +559,11 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 			return nil, badResult(method, err)
 		}
 		if ir == nil {
+			cc.rounds = round
 			return resp.Result, nil
+		}
+		if err := checkInputRequired(method, ir); err != nil {
+			return nil, err
 		}
 		if round >= c.cfg.maxRounds {
 			return nil, protocolError(jsonrpc.CodeInternalError, ErrTooManyRounds,

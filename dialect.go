@@ -147,30 +147,34 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 		}
 		b.WriteString(`"` + name + `":` + value)
 	}
-	if _, ok := c.handlers[MethodElicit]; ok && len(c.elicitModes) > 0 {
-		switch {
-		case version >= Version20251125:
-			var modes []string
-			for _, m := range []string{ElicitForm, ElicitURL} {
-				if slices.Contains(c.elicitModes, m) {
-					modes = append(modes, `"`+m+`":{}`)
-				}
-			}
-			if len(modes) > 0 {
-				member("elicitation", "{"+joinComma(modes)+"}")
-			}
-		case version >= Version20250618:
-			// Elicitation came in 2025-06-18, form mode only.
-			if slices.Contains(c.elicitModes, ElicitForm) {
-				member("elicitation", "{}")
-			}
+	switch form, url := c.declaresFormElicitation(), c.declaresURLElicitation(); {
+	case version >= Version20251125:
+		var modes []string
+		if form {
+			modes = append(modes, `"form":{}`)
+		}
+		if url {
+			modes = append(modes, `"url":{}`)
+		}
+		if len(modes) > 0 {
+			member("elicitation", "{"+joinComma(modes)+"}")
+		}
+	case version >= Version20250618:
+		// Elicitation came in 2025-06-18, form mode only.
+		if form {
+			member("elicitation", "{}")
 		}
 	}
 	if _, ok := c.handlers[MethodListRoots]; ok {
 		member("roots", "{}")
 	}
 	if _, ok := c.handlers[MethodCreateMessage]; ok {
-		member("sampling", "{}")
+		if c.samplingTools && version >= Version20251125 {
+			// Tool use in sampling came in 2025-11-25.
+			member("sampling", `{"tools":{}}`)
+		} else {
+			member("sampling", "{}")
+		}
 	}
 	b.WriteByte('}')
 	return b.Bytes()
@@ -220,6 +224,12 @@ func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, t
 		}
 		meta = appendMember(meta, metaProgressToken, progressToken)
 	}
+	if len(cc.traceMeta) > 0 {
+		if len(meta) > 0 {
+			meta = append(meta, ',')
+		}
+		meta = append(meta, cc.traceMeta...)
+	}
 	if len(userMeta) > 0 {
 		for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
 			if d.Era() == EraModern {
@@ -231,6 +241,11 @@ func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, t
 		}
 		if progressToken != nil {
 			delete(userMeta, metaProgressToken)
+		}
+		if len(cc.traceMeta) > 0 {
+			delete(userMeta, metaTraceparent)
+			delete(userMeta, metaTracestate)
+			delete(userMeta, metaBaggage)
 		}
 		keys := make([]string, 0, len(userMeta))
 		for k := range userMeta {

@@ -20,3 +20,18 @@ func SetPollTimer(f func(d time.Duration) <-chan time.Time) (restore func()) {
 	pollTimer = func(d time.Duration) (<-chan time.Time, func()) { return f(d), func() {} }
 	return func() { pollTimer = old }
 }
+
+// SetCacheClock makes c's result cache read the time from now.
+func SetCacheClock(c *Client, now func() time.Time) {
+	if c.cache != nil {
+		c.cache.now = now
+	}
+}
+
+// CacheLen returns the number of results c's cache holds.
+func CacheLen(c *Client) int {
+	if c.cache == nil {
+		return 0
+	}
+	return c.cache.len()
+}

@@ -51,8 +51,11 @@ func (c *Client) admit(req *jsonrpc.Request) (Handler, json.RawMessage, error) {
 	h, herr := c.handlerFor(req.Method, req.Params)
 	if herr != nil {
 		code := int64(jsonrpc.CodeMethodNotFound)
-		if _, ok := c.cfg.handlers[req.Method]; ok {
-			// An elicitation in a mode the client did not declare.
+		if _, ok := c.cfg.handlers[req.Method]; ok || herr.Code == jsonrpc.CodeInvalidParams ||
+			(req.Method == MethodElicit && c.cfg.urlElicit != nil) {
+			// An elicitation in a mode the client did not declare, an
+			// invalid URL-mode one, a sampling request with tools the
+			// client did not declare.
 			code = jsonrpc.CodeInvalidParams
 		}
 		return nil, nil, &Error{Kind: jsonrpc.KindHandler, Code: code, Message: herr.Message}
@@ -86,7 +89,11 @@ func (c *Client) onNotification(n *jsonrpc.Notification) {
 			}
 		}
 		return
+	case "notifications/elicitation/complete":
+		c.onElicitationComplete(n.Params)
+		return
 	}
+	c.invalidateCache(n.Method, n.Params)
 	if c.taskNotification(n) {
 		return
 	}

@@ -18,9 +18,7 @@ func (c *Client) SetLogLevel(ctx context.Context, level LogLevel, opts ...CallOp
 	if c.Era() != EraLegacy {
 		return notInEra("logging/setLevel", c.Era())
 	}
-	return c.callTyped(ctx, "logging/setLevel", struct {
-		Level LogLevel `json:"level"`
-	}{level}, nil, opts)
+	return c.useLogLevel(ctx, level, true, opts...)
 }
 
 type uriParams struct {

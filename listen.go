@@ -49,6 +49,10 @@ type SubscriptionFilter struct {
 // -32000 error.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter, opts ...CallOption) (SubscriptionFilter, *Subscription, error) {
 	accepted, sub, err := c.listen(ctx, filter, opts)
+	if err == nil && c.cache != nil && c.Era() == EraModern {
+		// A legacy event reaches the cache through onNotification.
+		(*subbuf.Buffer[Event])(sub).SetObserver(func(ev Event) { c.invalidateCache(ev.Method, ev.Params) })
+	}
 	if err == nil && c.cfg.onEvent != nil {
 		consume := c.cfg.onEvent
 		(*subbuf.Buffer[Event])(sub).SetTap(func(ctx context.Context, ev Event) (bool, error) {
@@ -72,6 +76,9 @@ func (c *Client) listen(ctx context.Context, filter SubscriptionFilter, opts []C
 		Notifications SubscriptionFilter `json:"notifications"`
 	}{filter})
 	if err != nil {
+		return SubscriptionFilter{}, nil, err
+	}
+	if err := c.prepareCall(ctx, "subscriptions/listen", cc); err != nil {
 		return SubscriptionFilter{}, nil, err
 	}
 	params, err := buildParams(c.dialect, cc, nil, base, nil)

@@ -98,6 +98,9 @@ func capabilityOf(method string, params json.RawMessage) string {
 		}
 		return "elicitation.form"
 	case MethodCreateMessage:
+		if samplingUsesTools(params) {
+			return "sampling.tools"
+		}
 		return "sampling"
 	case MethodListRoots:
 		return "roots"
@@ -119,10 +122,32 @@ func elicitMode(params json.RawMessage) string {
 
 // handlerFor returns the handler for an input or server request, or an
 // error naming the capability nobody answers.
+//
+// A URL-mode elicitation goes to the WithURLElicitation handler when there
+// is one, and is checked first (checkURLElicitation); a sampling request
+// with tools needs WithSamplingTools.
 func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Error) {
 	h, ok := c.cfg.handlers[method]
-	if ok && method == MethodElicit && !slices.Contains(c.cfg.elicitModes, elicitMode(params)) {
-		ok = false
+	switch method {
+	case MethodElicit:
+		if mode := elicitMode(params); mode == ElicitURL && c.cfg.urlElicit != nil {
+			h, ok = c.cfg.urlElicit, true
+		} else if ok && !slices.Contains(c.cfg.elicitModes, mode) {
+			ok = false
+		}
+		if ok && elicitMode(params) == ElicitURL && c.dialect != nil && c.dialect.ProtocolVersion() < Version20251125 {
+			// URL mode came in 2025-11-25: never declared before.
+			ok = false
+		}
+		if ok && elicitMode(params) == ElicitURL {
+			if err := c.checkURLElicitation(params); err != nil {
+				return nil, err
+			}
+		}
+	case MethodCreateMessage:
+		if ok && !c.cfg.samplingTools && samplingUsesTools(params) {
+			ok = false
+		}
 	}
 	if !ok {
 		return nil, protocolError(jsonrpc.CodeMethodNotFound, ErrNoHandler,

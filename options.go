@@ -50,6 +50,11 @@ type config struct {
 	onProgress        func(ctx context.Context, params json.RawMessage) error
 	onEvent           func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)
 	onWarning         func(msg string, args ...any)
+
+	samplingTools    bool
+	urlElicit        Handler
+	onElicitComplete func(elicitationID string)
+	cache            cacheConfig
 }
 
 func newConfig(opts []Option) *config {
@@ -61,6 +66,7 @@ func newConfig(opts []Option) *config {
 		elicitModes:       []string{ElicitForm},
 		maxServerRequests: defaultMaxServerRequests,
 		maxRounds:         defaultMaxRounds,
+		cache:             defaultCacheConfig,
 	}
 	for _, o := range opts {
 		o(c)
@@ -179,6 +185,11 @@ type callConfig struct {
 	// onResponseHeaders receives the response headers (initialize reads
 	// the session ID); transports without headers never call it.
 	onResponseHeaders func([]transport.Header)
+
+	trace     *TraceContext // WithTraceContext, or nil
+	traceMeta []byte        // the trace members of _meta, or nil
+	noCache   bool          // WithoutCache
+	rounds    int           // input rounds the call took, set by call
 }
 
 // WithTimeout sets how long the call waits for each response (default: the
@@ -207,8 +218,14 @@ func WithResetTimeoutOnProgress() CallOption {
 func WithMaxTotalTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.maxTotal = d } }
 
 // WithLogLevel asks the server for log messages at or above level for this
-// request (io.modelcontextprotocol/logLevel in _meta, 2026-07-28). The
-// legacy era has no per-request level: use Client.SetLogLevel there.
+// request: io.modelcontextprotocol/logLevel in _meta in the 2026-07-28 era.
+// The legacy era has no per-request level: there the client sends
+// logging/setLevel before the call when level differs from the last level
+// it sent (never per call when unchanged, and one at a time), which sets the
+// level for the whole connection — every later request, from any
+// goroutine, gets messages at that level until another level is sent. A
+// legacy server without the logging capability is sent nothing. A level
+// that is not one of the LogLevel constants fails the call (-32602).
 func WithLogLevel(level LogLevel) CallOption { return func(c *callConfig) { c.logLevel = level } }
 
 // WithBuffer sets a subscription's buffer size and what happens when it

@@ -50,7 +50,7 @@ type GetPromptResult struct {
 // ListPrompts returns one page of the server's prompts.
 func (c *Client) ListPrompts(ctx context.Context, cursor string, opts ...CallOption) (*ListPromptsResult, error) {
 	var res ListPromptsResult
-	if err := c.callTyped(ctx, "prompts/list", pageParams{cursor}, &res, opts); err != nil {
+	if err := c.cachedCall(ctx, "prompts/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -91,7 +91,7 @@ func (r *ReadResourceResult) setReceived(t time.Time) { r.Received = t }
 // ListResources returns one page of the server's resources.
 func (c *Client) ListResources(ctx context.Context, cursor string, opts ...CallOption) (*ListResourcesResult, error) {
 	var res ListResourcesResult
-	if err := c.callTyped(ctx, "resources/list", pageParams{cursor}, &res, opts); err != nil {
+	if err := c.cachedCall(ctx, "resources/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -112,7 +112,7 @@ func (c *Client) Resources(ctx context.Context, opts ...CallOption) iter.Seq2[*R
 // templates.
 func (c *Client) ListResourceTemplates(ctx context.Context, cursor string, opts ...CallOption) (*ListResourceTemplatesResult, error) {
 	var res ListResourceTemplatesResult
-	if err := c.callTyped(ctx, "resources/templates/list", pageParams{cursor}, &res, opts); err != nil {
+	if err := c.cachedCall(ctx, "resources/templates/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -136,7 +136,7 @@ func (c *Client) ReadResource(ctx context.Context, uri string, opts ...CallOptio
 		URI string `json:"uri"`
 	}{uri}
 	var res ReadResourceResult
-	if err := c.callTyped(ctx, "resources/read", params, &res, opts); err != nil {
+	if err := c.cachedCall(ctx, "resources/read", uri, params, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -70,7 +70,7 @@ type pageParams struct {
 // annotated arguments into Mcp-Param-{Name} headers.
 func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
 	var res ListToolsResult
-	if err := c.callTyped(ctx, "tools/list", pageParams{cursor}, &res, opts); err != nil {
+	if err := c.cachedCall(ctx, "tools/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
 	if c.paramHeaders() {

@@ -58,6 +58,7 @@ type Buffer[E any] struct {
 	cancel   func() error
 	stopOwn  func() bool
 	tap      func(context.Context, E) (stop bool, err error)
+	observe  func(E) // under mu
 
 	mu      sync.Mutex
 	queue   []E
@@ -93,6 +94,20 @@ func New[E any](owner context.Context, id jsonrpc.ID, cfg Config, cancel func() 
 // before the first Next.
 func (b *Buffer[E]) SetTap(tap func(ctx context.Context, ev E) (stop bool, err error)) { b.tap = tap }
 
+// SetObserver makes f see every event as it is pushed, in the producer's
+// goroutine and under the buffer's lock (f must be quick and must not call
+// the buffer), before the overflow policy applies. Events already buffered
+// are given to f at once, so that an observer set after the first Push
+// misses none the consumer has not taken.
+func (b *Buffer[E]) SetObserver(f func(E)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ev := range b.queue[b.head:] {
+		f(ev)
+	}
+	b.observe = f
+}
+
 // ID returns the ID of the listen request.
 func (b *Buffer[E]) ID() jsonrpc.ID { return b.id }
 
@@ -110,6 +125,9 @@ func (b *Buffer[E]) Push(ev E) bool {
 	if b.ended {
 		b.mu.Unlock()
 		return false
+	}
+	if b.observe != nil {
+		b.observe(ev)
 	}
 	if len(b.queue)-b.head >= b.max {
 		switch b.overflow {

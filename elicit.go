@@ -1,0 +1,176 @@
+package snodo
+
+import (
+	"encoding/json"
+	"net/url"
+	"slices"
+	"sync"
+
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// ElicitRequest is the params of an elicitation/create request, for a
+// Handler to decode with ParseElicitRequest. Every string comes from the
+// server: escape it before printing it.
+type ElicitRequest struct {
+	// Mode is ElicitForm or ElicitURL (an absent mode is form).
+	Mode string `json:"mode,omitempty"`
+	// Message says why the server asks.
+	Message string `json:"message"`
+	// RequestedSchema is the form's schema (form mode).
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	// URL is the page the user is asked to open (URL mode).
+	URL string `json:"url,omitempty"`
+	// ElicitationID identifies a URL-mode elicitation in 2025-11-25, for
+	// its notifications/elicitation/complete; 2026-07-28 has none.
+	ElicitationID string `json:"elicitationId,omitempty"`
+}
+
+// ParseElicitRequest decodes an elicitation/create request's params; an
+// absent mode is form.
+func ParseElicitRequest(params json.RawMessage) (ElicitRequest, error) {
+	var r ElicitRequest
+	if err := unmarshal(params, &r); err != nil {
+		return r, protocolError(jsonrpc.CodeInvalidParams, err, "invalid elicitation/create params")
+	}
+	if r.Mode == "" {
+		r.Mode = ElicitForm
+	}
+	return r, nil
+}
+
+// WithURLElicitation answers URL-mode elicitation requests with h, and
+// declares the url elicitation mode (2025-11-25 and later), whatever
+// WithElicitationModes says; form-mode requests still go to the
+// WithHandler(MethodElicit) handler. h receives the request as sent (see
+// ParseElicitRequest: mode "url", message, url, and in 2025-11-25 the
+// elicitationId) after the client has checked that url is an absolute URL
+// and, in 2025-11-25, that elicitationId is present; it must not open the
+// URL without the user's consent. Its result is an ElicitResult without
+// content: {"action":"accept"} once the user consented to open the URL
+// (which says nothing of the outcome), "decline" or "cancel". In
+// 2026-07-28 the client then retries the request and the server says
+// whether the interaction is done; in 2025-11-25 the server may send
+// notifications/elicitation/complete (see WithElicitationCompleteHook).
+func WithURLElicitation(h Handler) Option { return func(c *config) { c.urlElicit = h } }
+
+// WithElicitationCompleteHook receives the elicitationId of each
+// notifications/elicitation/complete (2025-11-25) that completes a
+// URL-mode elicitation the client was asked on this connection; a
+// notification naming an unknown or already completed elicitation is
+// ignored, as the specification requires. It runs in the transport's
+// reader: it must not block. The 2026-07-28 revision has neither the
+// notification nor elicitationId: there a client learns the outcome by
+// retrying the request, which the client does by itself.
+func WithElicitationCompleteHook(f func(elicitationID string)) Option {
+	return func(c *config) { c.onElicitComplete = f }
+}
+
+// WithSamplingTools declares that the sampling handler supports tool use:
+// the client advertises sampling.tools (2025-11-25 and later). Without it,
+// a sampling/createMessage request with tools is refused (-32602 to a
+// legacy server request; an input request fails its call) and the handler
+// does not run.
+func WithSamplingTools() Option { return func(c *config) { c.samplingTools = true } }
+
+// maxPendingElicitations bounds the URL-mode elicitations remembered for
+// their completion notification; past it the oldest are forgotten.
+const maxPendingElicitations = 256
+
+// urlElicitations are the elicitationIds of URL-mode elicitations not yet
+// completed, oldest first.
+type urlElicitations struct {
+	mu      sync.Mutex
+	pending []string
+}
+
+func (u *urlElicitations) add(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if slices.Contains(u.pending, id) {
+		return
+	}
+	if len(u.pending) >= maxPendingElicitations {
+		u.pending = slices.Delete(u.pending, 0, 1)
+	}
+	u.pending = append(u.pending, id)
+}
+
+// complete forgets id and reports whether it was pending.
+func (u *urlElicitations) complete(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	i := slices.Index(u.pending, id)
+	if i < 0 {
+		return false
+	}
+	u.pending = slices.Delete(u.pending, i, i+1)
+	return true
+}
+
+// onElicitationComplete handles notifications/elicitation/complete.
+func (c *Client) onElicitationComplete(params json.RawMessage) {
+	var p struct {
+		ElicitationID string `json:"elicitationId"`
+	}
+	if err := unmarshal(params, &p); err != nil || p.ElicitationID == "" {
+		return
+	}
+	if c.elicit.complete(p.ElicitationID) && c.cfg.onElicitComplete != nil {
+		c.cfg.onElicitComplete(p.ElicitationID)
+	}
+}
+
+// declaresURLElicitation reports whether the client answers URL mode.
+func (c *config) declaresURLElicitation() bool {
+	if c.urlElicit != nil {
+		return true
+	}
+	_, ok := c.handlers[MethodElicit]
+	return ok && slices.Contains(c.elicitModes, ElicitURL)
+}
+
+// declaresFormElicitation reports whether the client answers form mode.
+func (c *config) declaresFormElicitation() bool {
+	_, ok := c.handlers[MethodElicit]
+	return ok && slices.Contains(c.elicitModes, ElicitForm)
+}
+
+// checkURLElicitation checks a URL-mode request before its handler runs:
+// an absolute URL, and an elicitationId where the version has one (which
+// the client then remembers for its completion notification).
+func (c *Client) checkURLElicitation(params json.RawMessage) *Error {
+	r, err := ParseElicitRequest(params)
+	if err != nil {
+		return err.(*Error)
+	}
+	u, perr := url.Parse(r.URL)
+	if perr != nil || !u.IsAbs() || u.Host == "" {
+		return protocolError(jsonrpc.CodeInvalidParams, perr, "a URL-mode elicitation needs an absolute url with a host, got %q", r.URL)
+	}
+	if c.dialect != nil && c.dialect.Era() == EraLegacy {
+		if r.ElicitationID == "" {
+			return protocolError(jsonrpc.CodeInvalidParams, nil, "a URL-mode elicitation needs an elicitationId")
+		}
+		c.elicit.add(r.ElicitationID)
+	}
+	return nil
+}
+
+// samplingUsesTools reports whether a sampling/createMessage request asks
+// for tool use: a non-empty tools array.
+func samplingUsesTools(params json.RawMessage) bool {
+	var p struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := unmarshal(params, &p); err != nil {
+		// Not an array: the handler's schema check will say so; treat
+		// anything present as tools.
+		var q struct {
+			Tools json.RawMessage `json:"tools"`
+		}
+		_ = unmarshal(params, &q)
+		return len(q.Tools) > 0 && string(q.Tools) != "null"
+	}
+	return len(p.Tools) > 0
+}
