@@ -1,0 +1,227 @@
+package snodo_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+const urlElicitLegacy = `{"mode":"url","elicitationId":"e-1","url":"https://mcp.example.com/connect?x=1","message":"Connect your account"}`
+const urlElicitModern = `{"mode":"url","url":"https://mcp.example.com/connect","message":"Connect your account"}`
+
+// recorder is a handler that keeps the requests it answers.
+type recorder struct {
+	mu     sync.Mutex
+	params []json.RawMessage
+	answer string
+}
+
+func (r *recorder) HandleRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.params = append(r.params, append(json.RawMessage(nil), params...))
+	return json.RawMessage(r.answer), nil
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.params)
+}
+
+// client/elicitation.mdx (2025-11-25): the URL-mode handler gets mode, url
+// and elicitationId; url mode is declared; notifications/elicitation/complete
+// reaches the hook for a known elicitation only, once.
+func TestURLElicitationLegacy(t *testing.T) {
+	urlH := &recorder{answer: `{"action":"accept"}`}
+	var completed []string
+	var mu sync.Mutex
+	_, f := connectLegacy(t, noMore,
+		snodo.WithHandler(snodo.MethodElicit, nameHandler),
+		snodo.WithURLElicitation(urlH),
+		snodo.WithElicitationCompleteHook(func(id string) { mu.Lock(); completed = append(completed, id); mu.Unlock() }))
+	init := f.sent("initialize")[0]
+	var p struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	_ = json.Unmarshal(init.Req.Params, &p)
+	if string(p.Capabilities["elicitation"]) != `{"form":{},"url":{}}` {
+		t.Errorf("elicitation capability %s", p.Capabilities["elicitation"])
+	}
+	ctx := context.Background()
+
+	f.notify("notifications/elicitation/complete", `{"elicitationId":"e-1"}`) // not asked yet: ignored
+	resp := f.serverRequest(ctx, 1, snodo.MethodElicit, urlElicitLegacy)
+	if resp.Error != nil || string(resp.Result) != `{"action":"accept"}` {
+		t.Fatalf("answer %+v", resp)
+	}
+	req, err := snodo.ParseElicitRequest(urlH.params[0])
+	if err != nil || req.Mode != snodo.ElicitURL || req.URL != "https://mcp.example.com/connect?x=1" || req.ElicitationID != "e-1" || req.Message != "Connect your account" {
+		t.Errorf("handler got %+v %v", req, err)
+	}
+	// Form mode still goes to the form handler.
+	if resp := f.serverRequest(ctx, 2, snodo.MethodElicit, elicitParams); resp.Error != nil || !contains(string(resp.Result), "octocat") {
+		t.Errorf("form answer %+v", resp)
+	}
+	f.notify("notifications/elicitation/complete", `{"elicitationId":"other"}`)
+	f.notify("notifications/elicitation/complete", `{"elicitationId":"e-1"}`)
+	f.notify("notifications/elicitation/complete", `{"elicitationId":"e-1"}`) // already completed
+	mu.Lock()
+	if len(completed) != 1 || completed[0] != "e-1" {
+		t.Errorf("completed %v, want [e-1]", completed)
+	}
+	mu.Unlock()
+
+	// Invalid URL-mode requests are refused -32602 and the handler does
+	// not run.
+	for _, bad := range []string{
+		`{"mode":"url","url":"https://x.example/","message":"m"}`,                      // no elicitationId
+		`{"mode":"url","elicitationId":"e","url":"javascript:alert(1)","message":"m"}`, // no host
+		`{"mode":"url","elicitationId":"e","url":"/relative","message":"m"}`,           // not absolute
+		`{"mode":"url","elicitationId":"e","url":"file:///etc/passwd","message":"m"}`,  // no host
+		`{"mode":"url","elicitationId":"e","url":"http://[::1","message":"m"}`,         // unparsable
+	} {
+		n := urlH.count()
+		resp := f.serverRequest(ctx, 3, snodo.MethodElicit, bad)
+		if resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams || urlH.count() != n {
+			t.Errorf("%s: %+v", bad, resp)
+		}
+	}
+}
+
+// Without WithURLElicitation, url mode follows WithElicitationModes; a
+// client that did not declare it refuses it -32602.
+func TestURLElicitationUndeclared(t *testing.T) {
+	c, f := connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodElicit, nameHandler))
+	_ = c
+	if resp := f.serverRequest(context.Background(), 1, snodo.MethodElicit, urlElicitLegacy); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("undeclared url mode: %+v", resp)
+	}
+	urlOnly := &recorder{answer: `{"action":"decline"}`}
+	_, f2 := connectLegacy(t, noMore, snodo.WithURLElicitation(urlOnly))
+	var p struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	_ = json.Unmarshal(f2.sent("initialize")[0].Req.Params, &p)
+	if string(p.Capabilities["elicitation"]) != `{"url":{}}` {
+		t.Errorf("url-only capability %s", p.Capabilities["elicitation"])
+	}
+	if resp := f2.serverRequest(context.Background(), 1, snodo.MethodElicit, elicitParams); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("form mode without a form handler: %+v", resp)
+	}
+}
+
+// 2026-07-28: URL mode in an input round (no elicitationId), the call
+// retried after the handler's answer; the capability in _meta.
+func TestURLElicitationModern(t *testing.T) {
+	urlH := &recorder{answer: `{"action":"accept"}`}
+	var completed atomic.Int32
+	c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
+		if fc.param("inputResponses") == nil {
+			return result(fc, `{"resultType":"input_required","inputRequests":{"login":{"method":"elicitation/create","params":`+urlElicitModern+`}},"requestState":"s"}`)
+		}
+		return result(fc, `{"content":[{"type":"text","text":"connected"}]}`)
+	}, snodo.WithURLElicitation(urlH), snodo.WithElicitationCompleteHook(func(string) { completed.Add(1) }))
+	res, err := c.CallTool(context.Background(), "connect", nil)
+	if err != nil || res.Content[0].Text != "connected" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	retry := f.sent("tools/call")[1]
+	if string(retry.param("inputResponses")) != `{"login":{"action":"accept"}}` {
+		t.Errorf("inputResponses %s", retry.param("inputResponses"))
+	}
+	if string(retry.meta("io.modelcontextprotocol/clientCapabilities")) != `{"elicitation":{"url":{}}}` {
+		t.Errorf("capabilities %s", retry.meta("io.modelcontextprotocol/clientCapabilities"))
+	}
+	req, _ := snodo.ParseElicitRequest(urlH.params[0])
+	if req.URL != "https://mcp.example.com/connect" || req.ElicitationID != "" {
+		t.Errorf("handler got %+v", req)
+	}
+	// 2026-07-28 has no completion notification: one naming nothing the
+	// client was asked is ignored.
+	f.notify("notifications/elicitation/complete", `{"elicitationId":"x"}`)
+	if completed.Load() != 0 {
+		t.Error("hook called for an unknown elicitation")
+	}
+	// A URL that is not absolute fails the call; the handler does not run.
+	c2, _ := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
+		return result(fc, `{"resultType":"input_required","inputRequests":{"login":{"method":"elicitation/create","params":{"mode":"url","url":"nope","message":"m"}}}}`)
+	}, snodo.WithURLElicitation(urlH))
+	n := urlH.count()
+	if _, err := c2.CallTool(context.Background(), "connect", nil); err == nil || !contains(err.Error(), "absolute url") || urlH.count() != n {
+		t.Errorf("bad url: %v", err)
+	}
+}
+
+// sampling.tools (2025-11-25, 2026-07-28): declared with WithSamplingTools;
+// a request with tools is refused without it.
+func TestSamplingTools(t *testing.T) {
+	const withTools = `{"messages":[{"role":"user","content":{"type":"text","text":"weather?"}}],"maxTokens":10,"tools":[{"name":"get_weather","inputSchema":{"type":"object"}}]}`
+	const plain = `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`
+	sampler := &recorder{answer: `{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}`}
+	ctx := context.Background()
+
+	_, f := connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodCreateMessage, sampler))
+	var p struct {
+		Capabilities map[string]json.RawMessage `json:"capabilities"`
+	}
+	_ = json.Unmarshal(f.sent("initialize")[0].Req.Params, &p)
+	if string(p.Capabilities["sampling"]) != `{}` {
+		t.Errorf("sampling capability %s", p.Capabilities["sampling"])
+	}
+	if resp := f.serverRequest(ctx, 1, snodo.MethodCreateMessage, withTools); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams || !contains(resp.Error.Message, "sampling.tools") || sampler.count() != 0 {
+		t.Errorf("undeclared tools: %+v", resp)
+	}
+	if resp := f.serverRequest(ctx, 2, snodo.MethodCreateMessage, plain); resp.Error != nil || sampler.count() != 1 {
+		t.Errorf("plain sampling: %+v", resp)
+	}
+
+	_, f = connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodCreateMessage, sampler), snodo.WithSamplingTools())
+	_ = json.Unmarshal(f.sent("initialize")[0].Req.Params, &p)
+	if string(p.Capabilities["sampling"]) != `{"tools":{}}` {
+		t.Errorf("sampling capability %s", p.Capabilities["sampling"])
+	}
+	if resp := f.serverRequest(ctx, 1, snodo.MethodCreateMessage, withTools); resp.Error != nil || sampler.count() != 2 {
+		t.Errorf("declared tools: %+v", resp)
+	}
+
+	// 2026-07-28: in _meta, and an input request with tools fails the call
+	// without the declaration.
+	for _, declare := range []bool{false, true} {
+		opts := []snodo.Option{snodo.WithHandler(snodo.MethodCreateMessage, sampler)}
+		if declare {
+			opts = append(opts, snodo.WithSamplingTools())
+		}
+		c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
+			if fc.param("inputResponses") == nil {
+				return result(fc, `{"resultType":"input_required","inputRequests":{"s":{"method":"sampling/createMessage","params":`+withTools+`}}}`)
+			}
+			return result(fc, `{"content":[]}`)
+		}, opts...)
+		n := sampler.count()
+		_, err := c.CallTool(ctx, "agent", nil)
+		caps := string(f.sent("tools/call")[0].meta("io.modelcontextprotocol/clientCapabilities"))
+		if declare && (err != nil || caps != `{"sampling":{"tools":{}}}` || sampler.count() != n+1) {
+			t.Errorf("declared: %v %s", err, caps)
+		}
+		if !declare && (!errors.Is(err, snodo.ErrNoHandler) || !contains(err.Error(), "sampling.tools") || caps != `{"sampling":{}}` || sampler.count() != n) {
+			t.Errorf("undeclared: %v %s", err, caps)
+		}
+	}
+
+	// Before 2025-11-25 there is no sampling.tools to declare.
+	f = newFake(t, legacyServer("2025-06-18", noMore))
+	if _, err := snodo.Connect(ctx, f, snodo.WithProtocolVersion("2025-06-18"), snodo.WithHandler(snodo.MethodCreateMessage, sampler), snodo.WithSamplingTools()); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal(f.sent("initialize")[0].Req.Params, &p)
+	if string(p.Capabilities["sampling"]) != `{}` {
+		t.Errorf("2025-06-18 sampling capability %s", p.Capabilities["sampling"])
+	}
+}
