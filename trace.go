@@ -49,6 +49,9 @@ var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, 
 // traceMembers sets cc.traceMeta: the _meta members of the call's trace
 // context, from WithTraceContext or from ctx, or nil.
 func traceMembers(ctx context.Context, cc *callConfig) error {
+	if cc.trace == nil && !trace.SpanContextFromContext(ctx).IsValid() && baggage.FromContext(ctx).Len() == 0 {
+		return nil // the common case: nothing to carry, nothing allocated
+	}
 	carrier := propagation.MapCarrier{}
 	if tc := cc.trace; tc != nil {
 		in := propagation.MapCarrier{metaTraceparent: tc.Traceparent}
@@ -72,9 +75,6 @@ func traceMembers(ctx context.Context, cc *callConfig) error {
 		}
 		w3c.Inject(ectx, carrier)
 	} else {
-		if !trace.SpanContextFromContext(ctx).IsValid() && baggage.FromContext(ctx).Len() == 0 {
-			return nil
-		}
 		w3c.Inject(ctx, carrier)
 	}
 	var b []byte
