@@ -12,6 +12,7 @@ func TestParseManifest(t *testing.T) {
 		`{"abi":1,"methods":["elicitation/create"]}`,
 		`{"abi":1,"name":"x","methods":["sampling/createMessage","roots/list"],"progress":true}`,
 		`{"abi":1,"events":true}`,
+		`{"abi":1,"methods":["sampling/createMessage"],"samplingTools":true}`,
 	}
 	for _, s := range good {
 		if _, err := ParseManifest([]byte(s)); err != nil {
@@ -25,9 +26,10 @@ func TestParseManifest(t *testing.T) {
 		`{"abi":2,"methods":["roots/list"]}`: `"abi" is 2, this host speaks version 1`,
 		`{"abi":1,"methods":["tools/call"]}`: `unknown method "tools/call"`,
 		`{"abi":1,"methods":["roots/list","roots/list"]}`: `lists method "roots/list" twice`,
-		`{"abi":1}`:                         "declares nothing",
-		`{"abi":1,"events":true,"extra":1}`: `unknown field "extra"`,
-		`{"abi":1,"events":true} {}`:        "trailing data",
+		`{"abi":1}`: "declares nothing",
+		`{"abi":1,"methods":["roots/list"],"samplingTools":true}`: `"samplingTools" but does not list "sampling/createMessage"`,
+		`{"abi":1,"events":true,"extra":1}`:                       `unknown field "extra"`,
+		`{"abi":1,"events":true} {}`:                              "trailing data",
 	}
 	for s, want := range bad {
 		_, err := ParseManifest([]byte(s))

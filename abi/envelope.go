@@ -15,6 +15,10 @@ type Manifest struct {
 	Methods  []string `json:"methods,omitempty"`
 	Progress bool     `json:"progress,omitempty"`
 	Events   bool     `json:"events,omitempty"`
+	// SamplingTools says the module's sampling/createMessage handler
+	// supports tool use (MCP sampling.tools): the client declares the
+	// capability and passes it sampling requests with tools.
+	SamplingTools bool `json:"samplingTools,omitempty"`
 }
 
 // ParseManifest decodes and checks a manifest: the version is known, every
@@ -48,6 +52,9 @@ func ParseManifest(data []byte) (Manifest, error) {
 			return m, fmt.Errorf("manifest lists method %q twice", method)
 		}
 		seen[method] = true
+	}
+	if m.SamplingTools && !seen[MethodSamplingCreate] {
+		return m, fmt.Errorf(`manifest says "samplingTools" but does not list %q`, MethodSamplingCreate)
 	}
 	if len(m.Methods) == 0 && !m.Progress && !m.Events {
 		return m, errors.New(`manifest declares nothing: no "methods", "progress" or "events" (a Go guest registers its handlers in init: main does not run in a -buildmode=c-shared module)`)

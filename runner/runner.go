@@ -293,6 +293,10 @@ func (r *Runner) connect(ctx context.Context) error {
 	}
 	for method, m := range r.handlers {
 		opts = append(opts, snodo.WithHandler(method, r.roots.watch(method, r.recording(m.Name(), m))))
+		if method == abi.MethodSamplingCreate && m.Manifest().SamplingTools && r.cfg.Native[method] == nil {
+			// The module answers sampling requests with tools.
+			opts = append(opts, snodo.WithSamplingTools())
+		}
 	}
 	for method, h := range r.cfg.Native {
 		opts = append(opts, snodo.WithHandler(method, r.roots.watch(method, r.recording(method, h))))

@@ -392,3 +392,61 @@ func TestListenEndsWhenTheServerExits(t *testing.T) {
 		})
 	}
 }
+
+// A sampling module whose manifest says "samplingTools" makes the client
+// declare sampling.tools and receives the server's tools, in both eras;
+// without the declaration, a sampling request with tools is refused and
+// the handler never runs.
+func TestSamplingToolsFromTheModuleManifest(t *testing.T) {
+	examples(t)
+	mod := filepath.Join(buildDir, "samplingtools.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", mod, "./testdata/samplingtools")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build testdata/samplingtools: %v\n%s", err, out)
+	}
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			rt, err := Start(ctx, Config{
+				Server:   Server{Command: demoBin, Args: []string{"--era", era}},
+				Protocol: era,
+				Handlers: []HandlerModule{{ModuleConfig: ModuleConfig{Path: mod}}},
+				CacheDir: filepath.Join(buildDir, "cache"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close(context.Background())
+			res, err := rt.Client().CallTool(ctx, "sample", map[string]any{"prompt": "weather?", "tools": true})
+			if err != nil || !strings.Contains(textOf(res), "tools: get_weather") {
+				t.Fatalf("with samplingTools: %v %v", err, res)
+			}
+
+			var ran atomic.Int32
+			plain, err := Start(ctx, Config{
+				Server:   Server{Command: demoBin, Args: []string{"--era", era}},
+				Protocol: era,
+				Native: map[string]snodo.Handler{snodo.MethodCreateMessage: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+					ran.Add(1)
+					return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}`), nil
+				})},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer plain.Close(context.Background())
+			res, err = plain.Client().CallTool(ctx, "sample", map[string]any{"prompt": "weather?", "tools": true})
+			if err == nil && !res.IsError {
+				t.Errorf("a sampling request with tools to a client without sampling.tools: %v", textOf(res))
+			}
+			if ran.Load() != 0 {
+				t.Error("the handler ran")
+			}
+			if res, err := plain.Client().CallTool(ctx, "sample", map[string]any{"prompt": "hi"}); err != nil || !strings.Contains(textOf(res), "answered: x") {
+				t.Errorf("plain sampling: %v %v", err, res)
+			}
+		})
+	}
+}

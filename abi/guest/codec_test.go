@@ -16,6 +16,7 @@ import (
 var decodeSeeds = []string{
 	`{"message":"hi","requestedSchema":{"type":"object","properties":{"name":{"type":"string","title":"Name","enum":["a","b"],"minimum":1.5,"maximum":2e3,"default":"x"}},"required":["name"]}}`,
 	`{"mode":"url","url":"https://x","elicitationId":"e1","message":"m","_meta":{"k":[1,2,{"a":null}]}}`,
+	`{"messages":[{"role":"user","content":{"type":"text","text":"w?"}}],"maxTokens":9,"tools":[{"name":"get_weather","inputSchema":{"type":"object"}}],"toolChoice":{"mode":"auto"},"TOOLS":null}`,
 	`{"MESSAGE":"upper","Message":"mixed","message":"last"}`,
 	`{"message":"\u00e9\ud83d\ude00\ud800x\\\"\/\b\f\n\r\t","requestedSchema":null}`,
 	"{\"message\":\"\xff\xfe bad utf8 \xe2\x82\"}",

@@ -956,7 +956,7 @@ func (p *PropertySchema) decodeJSON(d *decoder) error {
 	return err
 }
 
-var samplingFields = []string{"messages", "systemPrompt", "maxTokens", "temperature", "stopSequences", "includeContext", "modelPreferences", "metadata", "_meta"}
+var samplingFields = []string{"messages", "systemPrompt", "maxTokens", "temperature", "stopSequences", "includeContext", "modelPreferences", "metadata", "_meta", "tools", "toolChoice"}
 
 func (r *SamplingRequest) decodeJSON(d *decoder) error {
 	d.where = "SamplingRequest"
@@ -985,6 +985,10 @@ func (r *SamplingRequest) decodeJSON(d *decoder) error {
 			err = d.rawField(&r.Metadata)
 		case 8:
 			err = d.rawField(&r.Meta)
+		case 9:
+			err = d.rawField(&r.Tools)
+		case 10:
+			err = d.rawField(&r.ToolChoice)
 		default:
 			err = d.skip()
 		}

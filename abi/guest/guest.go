@@ -55,7 +55,15 @@ var (
 	progress func(Context, Progress) (Action, error)
 	events   func(Context, Event) (Action, error)
 	name     string
+	// samplingTools is set by DeclareSamplingTools.
+	samplingTools bool
 )
+
+// DeclareSamplingTools says the module's sampling handler (HandleSampling)
+// supports tool use: the manifest says "samplingTools": true, the client
+// declares MCP's sampling.tools capability, and SamplingRequest.Tools may be
+// set.
+func DeclareSamplingTools() { samplingTools = true }
 
 // SetName sets the module's name in its manifest (used in host logs).
 func SetName(n string) { name = n }
@@ -183,7 +191,8 @@ func Config(v any) error {
 
 // manifest returns the module's manifest: what has been registered.
 func manifest() []byte {
-	m := abi.Manifest{ABI: abi.Version, Name: name, Progress: progress != nil, Events: events != nil}
+	m := abi.Manifest{ABI: abi.Version, Name: name, Progress: progress != nil, Events: events != nil,
+		SamplingTools: samplingTools && handlers[abi.MethodSamplingCreate] != nil}
 	for _, method := range abi.KnownMethods {
 		if handlers[method] != nil {
 			m.Methods = append(m.Methods, method)

@@ -10,7 +10,7 @@ import (
 
 func reset() {
 	handlers = map[string]handler{}
-	progress, events, name = nil, nil, ""
+	progress, events, name, samplingTools = nil, nil, "", false
 	SetTestConfig([]byte("null"))
 }
 
@@ -27,6 +27,22 @@ func TestManifestListsRegisteredHandlers(t *testing.T) {
 	}
 	if m.Name != "t" || len(m.Methods) != 2 || m.Methods[0] != abi.MethodElicitationCreate || m.Methods[1] != abi.MethodRootsList || m.Progress || !m.Events {
 		t.Fatalf("manifest %+v", m)
+	}
+}
+
+// ABI.md §2: DeclareSamplingTools puts "samplingTools" in the manifest of a
+// module that answers sampling, and only then.
+func TestManifestDeclaresSamplingTools(t *testing.T) {
+	reset()
+	DeclareSamplingTools()
+	HandleRoots(func(Context, RootsRequest) (RootsResult, error) { return RootsResult{}, nil })
+	if m, err := abi.ParseManifest(Manifest()); err != nil || m.SamplingTools {
+		t.Fatalf("without a sampling handler: %+v %v", m, err)
+	}
+	HandleSampling(func(_ Context, req SamplingRequest) (SamplingResult, error) { return SamplingResult{}, nil })
+	m, err := abi.ParseManifest(Manifest())
+	if err != nil || !m.SamplingTools {
+		t.Fatalf("manifest %s: %v", Manifest(), err)
 	}
 }
 

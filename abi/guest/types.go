@@ -64,7 +64,12 @@ type SamplingRequest struct {
 	IncludeContext   string            `json:"includeContext,omitempty"`
 	ModelPreferences json.RawMessage   `json:"modelPreferences,omitempty"`
 	Metadata         json.RawMessage   `json:"metadata,omitempty"`
-	Meta             json.RawMessage   `json:"_meta,omitempty"`
+	// Tools and ToolChoice are set on a request with tool use (MCP
+	// 2025-11-25 and later), which only a module that called
+	// DeclareSamplingTools receives.
+	Tools      json.RawMessage `json:"tools,omitempty"`
+	ToolChoice json.RawMessage `json:"toolChoice,omitempty"`
+	Meta       json.RawMessage `json:"_meta,omitempty"`
 }
 
 // SamplingMessage is one message of a sampling request. Content is a

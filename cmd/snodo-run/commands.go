@@ -69,7 +69,11 @@ func (a *app) startError(err error) error {
 func (a *app) blameHandler(rt *runner.Runner, err error) error {
 	if errors.Is(err, snodo.ErrNoHandler) {
 		// A 2026-07-28 server asked for input nobody was configured to give.
-		return &cliError{code: exitUsage, kind: "config", err: fmt.Errorf("%v (give one with --handler FILE.wasm)", err)}
+		hint := "give one with --handler FILE.wasm"
+		if strings.Contains(err.Error(), `"elicitation.url"`) {
+			hint = "answer it in the terminal with --url-elicitation on"
+		}
+		return &cliError{code: exitUsage, kind: "config", err: fmt.Errorf("%v (%s)", err, hint)}
 	}
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Kind != jsonrpc.KindServer {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 )
@@ -162,9 +163,12 @@ func (a *app) newRoot() *cobra.Command {
 	f.String("cache-dir", "", "compilation cache of Wasm modules; default the user cache dir")
 	f.StringArray("allow-tool", nil, "guard: only tools whose name matches this `PATTERN` (shell glob) may be listed or called; repeatable")
 	f.StringArray("deny-tool", nil, "guard: tools whose name matches this `PATTERN` may not be listed or called; repeatable")
+	f.Bool("trace", false, "start a trace: every request carries a new W3C traceparent in _meta; the trace ID is printed on stderr")
+	f.String("url-elicitation", urlElicitAuto, "URL-mode elicitation: on shows the server's URL and asks on stdin whether you opened it; auto: on when stdin is a terminal; off")
 	f.Bool("allow-trusted", false, "let modules marked trusted in the config file run without interruption (a trusted module that loops hangs snodo-run)")
 	addPIDNamespaceFlag(f)
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "pretty", "text"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("url-elicitation", cobra.FixedCompletions([]string{urlElicitAuto, urlElicitOn, urlElicitOff}, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("protocol", cobra.FixedCompletions([]string{"auto", "legacy", "modern", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, cobra.ShellCompDirectiveNoFileComp))
 	for _, name := range []string{"handler", "progress", "subscriber"} {
 		_ = root.MarkPersistentFlagFilename(name, "wasm")
@@ -232,6 +236,19 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	}
 	if file != "" {
 		a.logger.Debug("config file", "path", file)
+	}
+	if s.trace {
+		if a.ctx, err = startTrace(a.ctx, a.stderr); err != nil {
+			return err
+		}
+	}
+	// The shell reads its commands from stdin, and the proxy forwards URL
+	// elicitations to its host: neither asks here.
+	if name := cmd.Name(); name != "shell" && name != "proxy" &&
+		(s.urlElicit == urlElicitOn || (s.urlElicit == urlElicitAuto && isTerminal(a.stdin))) {
+		p := newURLPrompter(a.stdin, a.stderr)
+		s.runner.ClientOptions = append(s.runner.ClientOptions,
+			snodo.WithURLElicitation(p), snodo.WithElicitationCompleteHook(p.completed))
 	}
 	return nil
 }

@@ -52,6 +52,8 @@ const (
 	keyCacheDir          = "cache_dir"
 	keyAllowTools        = "guard.allow"
 	keyDenyTools         = "guard.deny"
+	keyTrace             = "trace"
+	keyURLElicitation    = "url_elicitation"
 )
 
 // keyHeaderFromFlag and keyURLFromFlag are set, never read from a file or
@@ -77,6 +79,8 @@ type settings struct {
 	allow       []string
 	deny        []string
 	configFile  string // the file read, if any
+	trace       bool   // start a trace context (--trace)
+	urlElicit   string // auto, on or off (--url-elicitation)
 }
 
 // fileConfig is the part of the config file whose map keys are names that
@@ -150,6 +154,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	if f := flags.Lookup("url"); f != nil && f.Changed {
 		v.Set(keyURLFromFlag, true)
 	}
+	v.SetDefault(keyURLElicitation, urlElicitAuto)
 	for key, flag := range map[string]string{
 		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
 		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
@@ -157,7 +162,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
 		keyServerURL: "url", keyHeader: "header",
-		keyNoPIDNamespace: "no-pid-namespace",
+		keyNoPIDNamespace: "no-pid-namespace", keyTrace: "trace", keyURLElicitation: "url-elicitation",
 	} {
 		if f := flags.Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -252,6 +257,13 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 		return nil, usageErr("--output must be json, pretty or text, not %q", s.output)
 	}
 	s.verbose = v.GetBool(keyVerbose)
+	s.trace = v.GetBool(keyTrace)
+	s.urlElicit = v.GetString(keyURLElicitation)
+	switch s.urlElicit {
+	case urlElicitAuto, urlElicitOn, urlElicitOff:
+	default:
+		return nil, usageErr("--url-elicitation must be auto, on or off, not %q", s.urlElicit)
+	}
 	s.allow = v.GetStringSlice(keyAllowTools)
 	s.deny = v.GetStringSlice(keyDenyTools)
 	for _, p := range append(slices.Clone(s.allow), s.deny...) {

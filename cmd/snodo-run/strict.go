@@ -45,6 +45,7 @@ var configSchema = fields(map[string]*schema{
 	keyMaxServerRequests: leaf, keyMaxLineBytes: leaf, keyTimeout: leaf, keyConnectTimeout: leaf, keyTaskTimeout: leaf,
 	keyProtocol: leaf, keyEnv: leaf, keyCd: leaf, keyOutput: leaf, keyVerbose: leaf,
 	keyServerStderr: leaf, keyShutdownGrace: leaf, keyCacheDir: leaf, keyNoPIDNamespace: leaf,
+	keyTrace: leaf, keyURLElicitation: leaf,
 	"guard": fields(map[string]*schema{"allow": leaf, "deny": leaf}),
 	"mcpServers": {each: fields(map[string]*schema{
 		"command": leaf, "args": leaf, "env": leaf, "cwd": leaf, "type": leaf,
@@ -261,7 +262,7 @@ var envKeys = []string{
 	keyServerName, keyServerCommand, keyServerArgs, keyServerCd, keyServerURL, keyHeader, keyHandler, keyHandlerConfig,
 	keyProgress, keySubscriber, keyMaxServerRequests, keyMaxLineBytes, keyTimeout, keyConnectTimeout, keyTaskTimeout,
 	keyProtocol, keyEnv, keyCd, keyOutput, keyVerbose, keyServerStderr, keyShutdownGrace,
-	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace,
+	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace, keyTrace, keyURLElicitation,
 }
 
 // checkEnv reports the SNODO_ environment variables that name no setting.

@@ -79,6 +79,7 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	d := newDemo(*stepDelay)
+	d.legacy = *era == "legacy"
 	server := mcp.NewServer(&mcp.Implementation{Name: "snodo-demo", Title: "Snodo demo server", Version: "1.0.0"}, &mcp.ServerOptions{
 		Instructions:              "A demo of what a server can ask of a Snodo client. Try the register tool.",
 		Logger:                    logger,
@@ -155,6 +156,7 @@ func serveHTTP(ctx context.Context, server *mcp.Server, addr, token string, stat
 type demo struct {
 	server    *mcp.Server
 	stepDelay time.Duration
+	legacy    bool // serving the legacy era
 
 	mu      sync.Mutex
 	bonus   bool // whether the bonus tool, prompt and resource are listed
@@ -173,6 +175,7 @@ type echoArgs struct {
 
 type sampleArgs struct {
 	Prompt string `json:"prompt" jsonschema:"what to ask the client's model"`
+	Tools  bool   `json:"tools,omitempty" jsonschema:"offer the model a get_weather tool (needs the client's sampling.tools)"`
 }
 
 type countArgs struct {
@@ -192,6 +195,14 @@ func (d *demo) register() {
 		return text("%s", in.Text), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "register", Description: "Asks the user to fill in a registration form (elicitation) and reports what came back."}, d.registerTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "connect", Description: "Asks the user to open a page of the server's (URL-mode elicitation) and reports the answer."}, d.connectTool)
+	mcp.AddTool(s, &mcp.Tool{Name: "traceparent", Description: "Reports the W3C trace context the request carried in _meta (traceparent), to check trace propagation."}, func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		if tp == "" {
+			return text("no traceparent"), nil, nil
+		}
+		return text("traceparent %s", tp), nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "Asks the client's model a question (sampling) and reports the answer."}, d.sampleTool)
 	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "Asks the client for its roots and lists them."}, d.rootsTool)
 	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "Counts slowly, reporting progress at each step; cancellable."}, d.countTool)
@@ -267,6 +278,29 @@ func (d *demo) registerTool(_ context.Context, req *mcp.CallToolRequest, _ noArg
 	}}, nil, nil
 }
 
+// connectURL is the page the connect tool asks the user to open.
+const connectURL = "https://demo.example/connect?session=42"
+
+// connectTool elicits in URL mode. In the legacy era, an accepted
+// elicitation is followed by notifications/elicitation/complete, as if the
+// user had finished on the page at once.
+func (d *demo) connectTool(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+	if resp, ok := req.Params.InputResponses["login"].(*mcp.ElicitResult); ok && resp != nil {
+		if resp.Action != "accept" {
+			return text("connect %sed: not connected", strings.TrimSuffix(resp.Action, "e")), nil, nil
+		}
+		if d.legacy {
+			_ = req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: "demo-login-42"})
+		}
+		return text("connected"), nil, nil
+	}
+	p := &mcp.ElicitParams{Mode: "url", Message: "Sign in to the demo service to connect it.", URL: connectURL}
+	if d.legacy {
+		p.ElicitationID = "demo-login-42"
+	}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"login": p}}, nil, nil
+}
+
 func (d *demo) sampleTool(_ context.Context, req *mcp.CallToolRequest, in sampleArgs) (*mcp.CallToolResult, any, error) {
 	switch resp := req.Params.InputResponses["answer"].(type) {
 	case *mcp.CreateMessageWithToolsResult:
@@ -285,6 +319,15 @@ func (d *demo) sampleTool(_ context.Context, req *mcp.CallToolRequest, in sample
 	prompt := in.Prompt
 	if prompt == "" {
 		prompt = "What is the capital of France?"
+	}
+	if in.Tools {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+			"answer": &mcp.CreateMessageWithToolsParams{
+				Messages:  []*mcp.SamplingMessageV2{{Role: "user", Content: []mcp.Content{&mcp.TextContent{Text: prompt}}}},
+				MaxTokens: 100,
+				Tools:     []*mcp.Tool{{Name: "get_weather", Description: "The weather in a city.", InputSchema: map[string]any{"type": "object"}}},
+			},
+		}}, nil, nil
 	}
 	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
 		"answer": &mcp.CreateMessageParams{
