@@ -549,6 +549,9 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 				c.Message = fmt.Sprintf("%s: %s", e.Message, method)
 				e = &c
 			}
+			if e.Code == jsonrpc.CodeURLElicitationRequired {
+				c.noteURLElicitationsRequired(e)
+			}
 			return nil, e
 		}
 		if d.Era() != EraModern || acceptsTask(cc, resp.Result) {

@@ -2,6 +2,7 @@ package snodo
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
 	"slices"
 	"sync"
@@ -173,4 +174,58 @@ func samplingUsesTools(params json.RawMessage) bool {
 		return len(q.Tools) > 0 && string(q.Tools) != "null"
 	}
 	return len(p.Tools) > 0
+}
+
+// URLElicitationsRequired returns the URL-mode elicitations of a
+// URLElicitationRequiredError (-32042, 2025-11-25): a server's answer that a
+// request cannot go on until the user has opened these pages. Only entries
+// in URL mode with an absolute URL and an elicitationId are returned; ok
+// is false when err is not such an error or holds none. The client
+// remembers their elicitationIds, so that WithElicitationCompleteHook sees
+// their notifications/elicitation/complete; the request may be made again
+// once the user has been to the pages.
+func URLElicitationsRequired(err error) (elicitations []ElicitRequest, ok bool) {
+	var e *Error
+	if !errors.As(err, &e) || e.Code != jsonrpc.CodeURLElicitationRequired || e.Kind != jsonrpc.KindServer {
+		return nil, false
+	}
+	elicitations = decodeURLElicitations(e.Data)
+	return elicitations, len(elicitations) > 0
+}
+
+// maxRequiredElicitations bounds the entries read from one -32042 error.
+const maxRequiredElicitations = 16
+
+// decodeURLElicitations reads the valid URL-mode entries of a -32042
+// error's data.
+func decodeURLElicitations(data json.RawMessage) []ElicitRequest {
+	var d struct {
+		Elicitations []json.RawMessage `json:"elicitations"`
+	}
+	if len(data) == 0 || unmarshal(data, &d) != nil {
+		return nil
+	}
+	var out []ElicitRequest
+	for _, raw := range d.Elicitations {
+		if len(out) == maxRequiredElicitations {
+			break
+		}
+		r, err := ParseElicitRequest(raw)
+		if err != nil || r.Mode != ElicitURL || r.ElicitationID == "" {
+			continue
+		}
+		if u, err := url.Parse(r.URL); err != nil || !u.IsAbs() || u.Host == "" {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// noteURLElicitationsRequired remembers the elicitationIds of a -32042
+// error, for their completion notifications.
+func (c *Client) noteURLElicitationsRequired(e *Error) {
+	for _, r := range decodeURLElicitations(e.Data) {
+		c.elicit.add(r.ElicitationID)
+	}
 }

@@ -225,3 +225,37 @@ func TestSamplingTools(t *testing.T) {
 		t.Errorf("2025-06-18 sampling capability %s", p.Capabilities["sampling"])
 	}
 }
+
+// URLElicitationRequiredError (-32042, 2025-11-25): the URL-mode entries of
+// its data are returned, invalid ones left out, and their completion
+// notifications reach the hook.
+func TestURLElicitationRequiredError(t *testing.T) {
+	var completed []string
+	var mu sync.Mutex
+	c, f := connectLegacy(t, func(fc *fakeCall) *jsonrpc.Response {
+		return errorResponse(fc, jsonrpc.CodeURLElicitationRequired, "This request requires more information.",
+			`{"elicitations":[`+
+				`{"mode":"url","elicitationId":"a1","url":"https://mcp.example.com/connect?id=a1","message":"Authorize"},`+
+				`{"mode":"url","elicitationId":"a2","url":"javascript:alert(1)","message":"bad url"},`+
+				`{"mode":"form","elicitationId":"a3","message":"not url mode"},`+
+				`{"mode":"url","url":"https://x.example/","message":"no id"}]}`)
+	}, snodo.WithURLElicitation(&recorder{answer: `{"action":"accept"}`}),
+		snodo.WithElicitationCompleteHook(func(id string) { mu.Lock(); completed = append(completed, id); mu.Unlock() }))
+	_, err := c.CallTool(context.Background(), "files", nil)
+	els, ok := snodo.URLElicitationsRequired(err)
+	if !ok || len(els) != 1 || els[0].ElicitationID != "a1" || els[0].URL != "https://mcp.example.com/connect?id=a1" || els[0].Message != "Authorize" {
+		t.Fatalf("%v: %+v %v", err, els, ok)
+	}
+	f.notify("notifications/elicitation/complete", `{"elicitationId":"a2"}`) // invalid entry: not remembered
+	f.notify("notifications/elicitation/complete", `{"elicitationId":"a1"}`)
+	mu.Lock()
+	if len(completed) != 1 || completed[0] != "a1" {
+		t.Errorf("completed %v", completed)
+	}
+	mu.Unlock()
+	for _, other := range []error{nil, errors.New("x"), &snodo.Error{Kind: jsonrpc.KindServer, Code: -32603}} {
+		if _, ok := snodo.URLElicitationsRequired(other); ok {
+			t.Errorf("%v read as -32042", other)
+		}
+	}
+}

@@ -114,7 +114,8 @@ func WithHandler(method string, h Handler) Option {
 
 // WithElicitationModes says which elicitation modes the elicitation
 // handler answers (ElicitForm, ElicitURL); the default is form only. The
-// client advertises exactly these modes and refuses requests in others.
+// client advertises exactly these modes (and url when WithURLElicitation
+// gives a handler of its own) and refuses requests in others.
 func WithElicitationModes(modes ...string) Option {
 	return func(c *config) { c.elicitModes = append([]string(nil), modes...) }
 }

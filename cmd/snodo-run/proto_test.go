@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/snodo/snodo/jsonrpc"
 )
 
 // --trace starts a trace context: every request carries a traceparent of
@@ -23,7 +26,7 @@ func TestTraceFlagPropagatesTraceparent(t *testing.T) {
 			if err := json.Unmarshal([]byte(first), &line); err != nil || !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(line.TraceID) {
 				t.Fatalf("stderr's first line %q: %v", first, err)
 			}
-			if !regexp.MustCompile(`^traceparent 00-` + line.TraceID + `-[0-9a-f]{16}-01\n?$`).MatchString(r.stdout) || !strings.Contains(r.stdout, line.Traceparent) {
+			if !regexp.MustCompile(`^traceparent 00-`+line.TraceID+`-[0-9a-f]{16}-01\n?$`).MatchString(r.stdout) || !strings.Contains(r.stdout, line.Traceparent) {
 				t.Errorf("the server got %q, the trace is %+v", r.stdout, line)
 			}
 		})
@@ -85,4 +88,24 @@ func TestURLPrompterEscapesTheServersText(t *testing.T) {
 		t.Errorf("raw server text reached the terminal: %q", got)
 	}
 	contains(t, "output", got, `ok\x1b[2J\nFAKE`, `https://pay.example/\u202eevil`, `id\x1b[31m`, "pay.example")
+}
+
+// A -32042 URLElicitationRequiredError (2025-11-25): its pages are shown,
+// escaped, before the error object; other errors show nothing.
+func TestURLElicitationsRequiredArePrinted(t *testing.T) {
+	var out strings.Builder
+	err := &jsonrpc.Error{Kind: jsonrpc.KindServer, Code: jsonrpc.CodeURLElicitationRequired, Message: "needs more",
+		Data: json.RawMessage(`{"elicitations":[{"mode":"url","elicitationId":"x","url":"https://auth.example/c?id=x","message":"Authorize\u001b[1m files"}]}`)}
+	printURLElicitationsRequired(&out, err)
+	got := out.String()
+	contains(t, "output", got, "open a page on auth.example", `Authorize\x1b[1m files`, "https://auth.example/c?id=x", "run the command again")
+	if strings.Contains(got, "\u001b") {
+		t.Errorf("raw escape in %q", got)
+	}
+	out.Reset()
+	printURLElicitationsRequired(&out, errors.New("other"))
+	printURLElicitationsRequired(&out, &jsonrpc.Error{Kind: jsonrpc.KindServer, Code: -32603})
+	if out.Len() != 0 {
+		t.Errorf("printed for another error: %q", out.String())
+	}
 }

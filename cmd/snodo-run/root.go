@@ -81,6 +81,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// cobra's own errors: unknown command or flag, wrong arguments.
 		err = &cliError{code: exitUsage, kind: "usage", err: fmt.Errorf("%v (see %s --help)", err, commandPath(a.root, args))}
 	}
+	printURLElicitationsRequired(stderr, err)
 	return reportError(stderr, err)
 }
 

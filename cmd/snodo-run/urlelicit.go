@@ -108,3 +108,22 @@ func (p *urlPrompter) completed(elicitationID string) {
 }
 
 func action(a string) json.RawMessage { return json.RawMessage(`{"action":"` + a + `"}`) }
+
+// printURLElicitationsRequired shows the pages of a -32042
+// URLElicitationRequiredError (2025-11-25), escaped, before the error
+// object: the request can go on once the user has been there.
+func printURLElicitationsRequired(w io.Writer, err error) {
+	els, ok := snodo.URLElicitationsRequired(err)
+	if !ok {
+		return
+	}
+	for _, r := range els {
+		host := ""
+		if u, err := url.Parse(r.URL); err == nil {
+			host = u.Host
+		}
+		fmt.Fprintf(w, "The server needs you to open a page on %s first:\n  %s\n  %s\n",
+			safetext.Escape(host, false), safetext.Escape(r.Message, false), safetext.Escape(r.URL, false))
+	}
+	fmt.Fprintln(w, "Then run the command again.")
+}
