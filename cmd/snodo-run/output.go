@@ -179,6 +179,9 @@ func renderText(w io.Writer, v any) error {
 		if len(v.Manifest.Methods) > 0 {
 			fmt.Fprintf(w, "answers: %s\n", strings.Join(v.Manifest.Methods, ", "))
 		}
+		if v.Manifest.SamplingTools {
+			fmt.Fprintln(w, "sampling with tools (sampling.tools)")
+		}
 		if v.Manifest.Progress {
 			fmt.Fprintln(w, "consumes progress notifications")
 		}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -107,5 +110,21 @@ func TestURLElicitationsRequiredArePrinted(t *testing.T) {
 	printURLElicitationsRequired(&out, &jsonrpc.Error{Kind: jsonrpc.KindServer, Code: -32603})
 	if out.Len() != 0 {
 		t.Errorf("printed for another error: %q", out.String())
+	}
+}
+
+// handlers check says when a module declares sampling with tools.
+func TestHandlersCheckShowsSamplingTools(t *testing.T) {
+	mod := filepath.Join(t.TempDir(), "samplingtools.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", mod, "../../runner/testdata/samplingtools")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	r := ok(t, cli(t, "handlers", "check", mod, "--output", "text"))
+	contains(t, "stdout", r.stdout, "answers: sampling/createMessage", "sampling with tools (sampling.tools)")
+	r = ok(t, cli(t, "handlers", "check", samplingWasm, "--output", "text"))
+	if strings.Contains(r.stdout, "sampling.tools") {
+		t.Errorf("sampling-echo declares no tools:\n%s", r.stdout)
 	}
 }
