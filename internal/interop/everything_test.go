@@ -214,4 +214,7 @@ func TestServerEverythingURLElicitation(t *testing.T) {
 	if !errors.As(err, &e) || e.Kind != jsonrpc.KindServer || e.Code != jsonrpc.CodeURLElicitationRequired || len(e.Data) == 0 {
 		t.Errorf("error path: %v", err)
 	}
+	if els, ok := snodo.URLElicitationsRequired(err); !ok || len(els) != 1 || !strings.HasPrefix(els[0].URL, "https://") || els[0].ElicitationID == "" {
+		t.Errorf("URLElicitationsRequired: %+v %v (data %s)", els, ok, e.Data)
+	}
 }
