@@ -18,6 +18,10 @@ func TestMain(m *testing.M) {
 		os.Exit(gosdkserver.Run(false))
 	case "gosdk-legacy":
 		os.Exit(gosdkserver.Run(true))
+	case "gosdk-modern-cached":
+		os.Exit(gosdkserver.RunCacheable(false, 600000))
+	case "gosdk-legacy-cached":
+		os.Exit(gosdkserver.RunCacheable(true, 600000))
 	case "gosdk-legacy-only-versions":
 		os.Exit(gosdkserver.RunVersions([]string{"2025-11-25", "2025-06-18"}))
 	case "tee":

@@ -32,16 +32,29 @@ func Run(legacy bool) int {
 	if legacy {
 		versions = versions[1:]
 	}
-	return run(versions, legacy)
+	return run(versions, legacy, nil)
+}
+
+// RunCacheable is Run with every cacheable result (the four lists,
+// resources/read, server/discover) marked fresh for ttlMs, public: the
+// 2026-07-28 caching hints, for the client's result cache.
+func RunCacheable(legacy bool, ttlMs int) int {
+	versions := []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	if legacy {
+		versions = versions[1:]
+	}
+	return run(versions, legacy, func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+		c.TTLMs, c.CacheScope = ttlMs, "public"
+	})
 }
 
 // RunVersions serves the given versions, answering server/discover the
 // SDK's own way: a request for a version it does not serve gets -32022
 // with the list.
-func RunVersions(versions []string) int { return run(versions, false) }
+func RunVersions(versions []string) int { return run(versions, false, nil) }
 
-func run(versions []string, legacy bool) int {
-	s := NewServer(versions)
+func run(versions []string, legacy bool, cacheable func(context.Context, mcp.Request, *mcp.Cacheable)) int {
+	s := newServer(versions, cacheable)
 	var t mcp.Transport = &mcp.IOTransport{Reader: Stdin, Writer: Stdout}
 	if legacy {
 		t = legacyserver.WithoutDiscover(t)
@@ -73,10 +86,15 @@ func HTTPHandler(versions []string) http.Handler {
 // NewServer returns the interop server speaking versions, for any
 // transport (the Streamable HTTP interop tests mount it with
 // mcp.NewStreamableHTTPHandler).
-func NewServer(versions []string) *mcp.Server {
+func NewServer(versions []string) *mcp.Server { return newServer(versions, nil) }
+
+// newServer is NewServer with the caching hints that cacheable sets, if
+// any.
+func newServer(versions []string, cacheable func(context.Context, mcp.Request, *mcp.Cacheable)) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "interop-gosdk", Version: "1.8.0"}, &mcp.ServerOptions{
 		Instructions:              "Interop server for Snodo.",
 		SupportedProtocolVersions: versions,
+		SetCacheable:              cacheable,
 		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		Capabilities: &mcp.ServerCapabilities{
