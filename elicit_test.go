@@ -259,3 +259,19 @@ func TestURLElicitationRequiredError(t *testing.T) {
 		}
 	}
 }
+
+// URL mode came in 2025-11-25: an older session neither declares it nor
+// answers it.
+func TestURLElicitationNotBefore20251125(t *testing.T) {
+	urlH := &recorder{answer: `{"action":"accept"}`}
+	f := newFake(t, legacyServer("2025-06-18", noMore))
+	if _, err := snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2025-06-18"), snodo.WithURLElicitation(urlH)); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.sent("initialize")[0].param("capabilities"); string(p) != `{}` {
+		t.Errorf("capabilities %s", p)
+	}
+	if resp := f.serverRequest(context.Background(), 1, snodo.MethodElicit, urlElicitLegacy); resp.Error == nil || urlH.count() != 0 {
+		t.Errorf("answered in 2025-06-18: %+v", resp)
+	}
+}

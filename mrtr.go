@@ -130,17 +130,17 @@ func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Er
 	h, ok := c.cfg.handlers[method]
 	switch method {
 	case MethodElicit:
-		if mode := elicitMode(params); mode == ElicitURL && c.cfg.urlElicit != nil {
+		mode := elicitMode(params)
+		if mode == ElicitURL && c.cfg.urlElicit != nil {
 			h, ok = c.cfg.urlElicit, true
 		} else if ok && !slices.Contains(c.cfg.elicitModes, mode) {
 			ok = false
 		}
-		if ok && elicitMode(params) == ElicitURL && c.dialect != nil && c.dialect.ProtocolVersion() < Version20251125 {
-			// URL mode came in 2025-11-25: never declared before.
-			ok = false
-		}
-		if ok && elicitMode(params) == ElicitURL {
-			if err := c.checkURLElicitation(params); err != nil {
+		if ok && mode == ElicitURL {
+			if c.dialect != nil && c.dialect.ProtocolVersion() < Version20251125 {
+				// URL mode came in 2025-11-25: never declared before.
+				ok = false
+			} else if err := c.checkURLElicitation(params); err != nil {
 				return nil, err
 			}
 		}
