@@ -123,7 +123,10 @@ func TestHandlersCheckShowsSamplingTools(t *testing.T) {
 	}
 	r := ok(t, cli(t, "handlers", "check", mod, "--output", "text"))
 	contains(t, "stdout", r.stdout, "answers: sampling/createMessage", "sampling with tools (sampling.tools)")
-	r = ok(t, cli(t, "handlers", "check", samplingWasm, "--output", "text"))
+	r = ok(t, cli(t, "--trace", "handlers", "check", samplingWasm, "--output", "text"))
+	if strings.Contains(r.stderr, "traceId") {
+		t.Errorf("a trace started for handlers check: %s", r.stderr)
+	}
 	if strings.Contains(r.stdout, "sampling.tools") {
 		t.Errorf("sampling-echo declares no tools:\n%s", r.stdout)
 	}

@@ -238,7 +238,8 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	if file != "" {
 		a.logger.Debug("config file", "path", file)
 	}
-	if s.trace {
+	if s.trace && (cmd.Parent() == nil || cmd.Parent().Name() != "handlers") {
+		// handlers check and test start no server: nothing to trace.
 		if a.ctx, err = startTrace(a.ctx, a.stderr); err != nil {
 			return err
 		}
