@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	nethttp "net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -384,5 +385,46 @@ func TestCacheConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if n := snodo.CacheLen(c); n > 4 {
 		t.Errorf("%d entries over the limit of 4", n)
+	}
+}
+
+// Over HTTP, a -32020 on tools/call reads tools/list from the server even
+// while the cached one is fresh: its x-mcp-header annotations may have
+// changed (caching.mdx: a client MAY re-fetch before the TTL expires).
+func TestCacheBypassedByHeaderMismatchRefresh(t *testing.T) {
+	var mismatched bool
+	srv := newMCPHTTPServer(t, func(req *jsonrpc.Request, h nethttp.Header) (int, string, nethttp.Header) {
+		switch req.Method {
+		case "server/discover":
+			return 200, httpDiscoverResult, nil
+		case "tools/list":
+			return 200, `{"jsonrpc":"2.0","id":ID,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"ttlMs":600000,"cacheScope":"public"}}`, nil
+		case "tools/call":
+			if !mismatched {
+				mismatched = true
+				return 400, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32020,"message":"header mismatch"}}`, nil
+			}
+		}
+		return 200, `{"jsonrpc":"2.0","id":ID,"result":{"content":[]}}`, nil
+	})
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for range 2 {
+		if _, err := c.ListTools(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(srv.requests("tools/list")); n != 1 {
+		t.Fatalf("%d tools/list, want 1 (cached)", n)
+	}
+	if _, err := c.CallTool(ctx, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.requests("tools/list")); n != 2 {
+		t.Errorf("%d tools/list after -32020, want 2: the refresh came from the cache", n)
 	}
 }

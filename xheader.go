@@ -316,9 +316,10 @@ func (c *Client) filterTools(tools []*Tool) []*Tool {
 }
 
 // refreshToolHeaders lists every tool again, after the server said the
-// headers of a call did not match (-32020).
+// headers of a call did not match (-32020): from the server, not from the
+// result cache, whose tools/list may be the stale one.
 func (c *Client) refreshToolHeaders(ctx context.Context) error {
-	for _, err := range c.Tools(ctx) {
+	for _, err := range c.Tools(ctx, WithoutCache()) {
 		if err != nil {
 			return err
 		}
