@@ -237,6 +237,8 @@ func (c *Client) cachedCall(ctx context.Context, method, arg string, v any, out 
 	k := cacheKey{method, arg}
 	if !cc.noCache {
 		if raw, received, ok := rc.get(k, rc.now()); ok {
+			// unmarshal copies what it decodes (raw members included):
+			// the caller's result shares nothing with the cache.
 			if err := unmarshal(raw, out); err != nil {
 				return badResult(method, err)
 			}

@@ -112,8 +112,13 @@ func TestCacheHitWithinTTLMissAfter(t *testing.T) {
 	}
 	// Mutating a result does not reach the cache.
 	res.Tools[0].Name = "changed"
-	if got := firstTool(t, c, ""); got != a {
-		t.Errorf("cached result was shared with a caller: %s", got)
+	res.Tools[0].InputSchema[0] = 'X'
+	again, err := c.ListTools(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Tools[0].Name != a || string(again.Tools[0].InputSchema) != `{"type":"object"}` {
+		t.Errorf("cached result was shared with a caller: %s %s", again.Tools[0].Name, again.Tools[0].InputSchema)
 	}
 	clock.advance(time.Millisecond) // now == t_received + ttlMs: stale
 	if b := firstTool(t, c, ""); b == a || served.Load() != 2 {
