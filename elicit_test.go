@@ -136,8 +136,8 @@ func TestURLElicitationModern(t *testing.T) {
 	if string(retry.param("inputResponses")) != `{"login":{"action":"accept"}}` {
 		t.Errorf("inputResponses %s", retry.param("inputResponses"))
 	}
-	if string(retry.meta("io.modelcontextprotocol/clientCapabilities")) != `{"elicitation":{"url":{}}}` {
-		t.Errorf("capabilities %s", retry.meta("io.modelcontextprotocol/clientCapabilities"))
+	if got := capability(t, retry, "elicitation"); got != `{"url":{}}` {
+		t.Errorf("elicitation capability %s", got)
 	}
 	req, _ := snodo.ParseElicitRequest(urlH.params[0])
 	if req.URL != "https://mcp.example.com/connect" || req.ElicitationID != "" {
@@ -206,11 +206,11 @@ func TestSamplingTools(t *testing.T) {
 		}, opts...)
 		n := sampler.count()
 		_, err := c.CallTool(ctx, "agent", nil)
-		caps := string(f.sent("tools/call")[0].meta("io.modelcontextprotocol/clientCapabilities"))
-		if declare && (err != nil || caps != `{"sampling":{"tools":{}}}` || sampler.count() != n+1) {
+		caps := capability(t, f.sent("tools/call")[0], "sampling")
+		if declare && (err != nil || caps != `{"tools":{}}` || sampler.count() != n+1) {
 			t.Errorf("declared: %v %s", err, caps)
 		}
-		if !declare && (!errors.Is(err, snodo.ErrNoHandler) || !contains(err.Error(), "sampling.tools") || caps != `{"sampling":{}}` || sampler.count() != n) {
+		if !declare && (!errors.Is(err, snodo.ErrNoHandler) || !contains(err.Error(), "sampling.tools") || caps != `{}` || sampler.count() != n) {
 			t.Errorf("undeclared: %v %s", err, caps)
 		}
 	}
@@ -274,4 +274,15 @@ func TestURLElicitationNotBefore20251125(t *testing.T) {
 	if resp := f.serverRequest(context.Background(), 1, snodo.MethodElicit, urlElicitLegacy); resp.Error == nil || urlH.count() != 0 {
 		t.Errorf("answered in 2025-06-18: %+v", resp)
 	}
+}
+
+// capability returns one member of a 2026-07-28 request's client
+// capabilities.
+func capability(t *testing.T, fc *fakeCall, name string) string {
+	t.Helper()
+	var caps map[string]json.RawMessage
+	if err := json.Unmarshal(fc.meta("io.modelcontextprotocol/clientCapabilities"), &caps); err != nil {
+		t.Fatalf("client capabilities: %v", err)
+	}
+	return string(caps[name])
 }
