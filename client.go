@@ -510,6 +510,7 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 		ropts := transport.RequestOptions{
 			Timeout:                cc.timeout,
 			Dialect:                d,
+			Extension:              c.extensionFor(method, d),
 			Headers:                headers,
 			OnResponseHeaders:      cc.onResponseHeaders,
 			OnServerRequest:        c.serveRequest,

@@ -79,9 +79,9 @@ func (d modernDialect) ProtocolVersion() string { return d.version }
 // TransportPolicy implements transport.Dialect: HTTP carries the request's
 // version in MCP-Protocol-Version, its method in Mcp-Method, and for
 // tools/call, prompts/get and resources/read the name or URI in Mcp-Name
-// (Base64-encoded when it is not a plain header value), and for the tasks
-// extension's tasks/get, tasks/update and tasks/cancel the task ID. Only a
-// transport with headers calls it, so stdio never parses params for it.
+// (Base64-encoded when it is not a plain header value); the tasks
+// extension adds its own (tasksExtension). Only a transport with headers
+// calls it, so stdio never parses params for it.
 //
 // See the specification's basic/transports/streamable-http.mdx "Standard
 // Request Headers".
@@ -90,19 +90,15 @@ func (d modernDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 	hs[0] = transport.Header{Name: transport.HeaderProtocolVersion, Value: d.version}
 	hs[1] = transport.Header{Name: transport.HeaderMethod, Value: transport.EncodeHeaderValue(req.Method)}
 	switch req.Method {
-	case "tools/call", "prompts/get", "resources/read", "tasks/get", "tasks/update", "tasks/cancel":
+	case "tools/call", "prompts/get", "resources/read":
 		var p struct {
-			Name   *string `json:"name"`
-			URI    *string `json:"uri"`
-			TaskID *string `json:"taskId"`
+			Name *string `json:"name"`
+			URI  *string `json:"uri"`
 		}
 		if unmarshal(req.Params, &p) == nil {
 			name := p.Name
-			switch req.Method {
-			case "resources/read":
+			if req.Method == "resources/read" {
 				name = p.URI
-			case "tasks/get", "tasks/update", "tasks/cancel":
-				name = p.TaskID
 			}
 			if name != nil {
 				hs = append(hs, transport.Header{Name: transport.HeaderName, Value: transport.EncodeHeaderValue(*name)})

@@ -1158,3 +1158,34 @@ func (c *Client) Tasks(ctx context.Context, opts ...CallOption) iter.Seq2[*Task,
 		return res.Tasks, res.NextCursor, nil
 	})
 }
+
+// tasksExtension is the 2026-07-28 tasks extension as a transport sees it
+// (transport.Extension): over Streamable HTTP, tasks/get, tasks/update and
+// tasks/cancel carry their task ID in Mcp-Name, the extension's routing
+// header, beside the dialect's Mcp-Method.
+type tasksExtension struct{}
+
+// TransportPolicy implements transport.Extension.
+func (tasksExtension) TransportPolicy(req *jsonrpc.Request) transport.Policy {
+	switch req.Method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+	default:
+		return transport.Policy{}
+	}
+	var p struct {
+		TaskID *string `json:"taskId"`
+	}
+	if unmarshal(req.Params, &p) != nil || p.TaskID == nil {
+		return transport.Policy{}
+	}
+	return transport.Policy{Headers: []transport.Header{{Name: transport.HeaderName, Value: transport.EncodeHeaderValue(*p.TaskID)}}}
+}
+
+// extensionFor returns the extension that routes method over a transport
+// with headers in the 2026-07-28 era, or nil.
+func (c *Client) extensionFor(method string, d dialect) transport.Extension {
+	if !c.headers || d.Era() != EraModern || !strings.HasPrefix(method, "tasks/") {
+		return nil
+	}
+	return tasksExtension{}
+}

@@ -271,3 +271,32 @@ func TestGarbageBody(t *testing.T) {
 		t.Fatalf("%d bytes: %q", len(err.Error()), err)
 	}
 }
+
+// The headers of a request come from the dialect, then the extension for
+// its method, then the caller's: each later source sets its own names and
+// wins over an earlier one for the same name.
+func TestRequestHeadersFromDialectExtensionAndCaller(t *testing.T) {
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		writeJSON(w, 200, result(reqOf(rec).ID, `{}`))
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL})
+	ext := fixedDialect{{Name: "Mcp-Name", Value: "task-7"}, {Name: "X-Routed", Value: "by-extension"}}
+	_, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "tasks/get", Params: json.RawMessage(`{"taskId":"task-7"}`)}, transport.RequestOptions{
+		Dialect:   modernHeaders,
+		Extension: ext,
+		Headers:   []transport.Header{{Name: "X-Routed", Value: "by-caller"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := srv.requests()[0]
+	for name, want := range map[string]string{
+		"Mcp-Protocol-Version": "2026-07-28",
+		"Mcp-Name":             "task-7",
+		"X-Routed":             "by-caller",
+	} {
+		if v := rec.Header.Get(name); v != want {
+			t.Errorf("%s = %q, want %q", name, v, want)
+		}
+	}
+}
