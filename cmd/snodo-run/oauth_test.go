@@ -36,7 +36,8 @@ func newOAuthServers(t *testing.T) *oauthServers {
 	o.as = httptest.NewServer(http.HandlerFunc(o.authServer))
 	t.Cleanup(o.as.Close)
 	h := gosdkserver.HTTPHandler(nil)
-	o.mcp = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Unstarted until o.mcp is set: the handler reads o.mcp.URL.
+	o.mcp = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/.well-known/oauth-protected-resource/mcp":
 			writeTestJSON(w, map[string]any{"resource": o.mcp.URL + "/mcp", "authorization_servers": []string{o.as.URL}})
@@ -47,6 +48,7 @@ func newOAuthServers(t *testing.T) *oauthServers {
 			h.ServeHTTP(w, r)
 		}
 	}))
+	o.mcp.Start()
 	t.Cleanup(o.mcp.Close)
 	return o
 }
