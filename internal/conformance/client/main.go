@@ -39,6 +39,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/handlers/wasm"
 	shttp "github.com/snodo/snodo/transport/http"
+	"github.com/snodo/snodo/transport/http/oauth"
 )
 
 func main() {
@@ -80,8 +81,8 @@ var scenarios = map[string]struct {
 }
 
 // authScenarios take the default steps of a client that authorizes: list
-// the tools and call test-tool. Without an OAuth-capable HTTP client the
-// server's 401 ends them.
+// the tools and call test-tool; the HTTP client (httpClient) authorizes
+// when the server answers 401.
 func authScenario(name string) bool { return strings.HasPrefix(name, "auth/") }
 
 func run(args []string, getenv func(string) string, stderr io.Writer) int {
@@ -165,7 +166,11 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 			return res, err
 		})))
 	}
-	t, err := shttp.New(shttp.Config{URL: url, HTTPClient: httpClient()})
+	hc, err := httpClient(scCtx)
+	if err != nil {
+		return err
+	}
+	t, err := shttp.New(shttp.Config{URL: url, HTTPClient: hc})
 	if err != nil {
 		return err
 	}
@@ -197,10 +202,51 @@ func compile(path, cacheDir string) error {
 	return err
 }
 
-// httpClient is the HTTP client of the transport: nil, Snodo's default.
-// An OAuth-capable client (package transport/http/oauth) goes here for the
-// auth/ scenarios.
-var httpClient = func() *http.Client { return nil }
+// credentials are the client credentials a scenario gives in
+// MCP_CONFORMANCE_CONTEXT, if any.
+type credentials struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+	// Issuer is the authorization server the credentials are registered
+	// with, when they are for the authorization code grant.
+	Issuer string `json:"issuer"`
+}
+
+// httpClient is the HTTP client of the transport, for every scenario: one
+// that authorizes with OAuth (package transport/http/oauth) when a server
+// answers 401, and otherwise sends requests as Snodo's default does.
+//
+// The grant follows from what the context gives: a client ID and secret
+// without an issuer are the credentials of a client acting on its own
+// behalf (the client_credentials grant of the oauth-client-credentials
+// extension); otherwise the authorization code grant, with pre-registered
+// credentials (restricted to their issuer) when the context gives them,
+// else a Client ID Metadata Document URL or Dynamic Client Registration,
+// and consent given by the suite's authorization server, which redirects
+// at once (HeadlessAuthorizer).
+func httpClient(scCtx json.RawMessage) (*http.Client, error) {
+	var cr credentials
+	if len(scCtx) > 0 {
+		if err := json.Unmarshal(scCtx, &cr); err != nil {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	if cr.ClientID != "" && cr.ClientSecret != "" && cr.Issuer == "" {
+		return oauth.NewClient(nil, oauth.Config{
+			GrantType:    oauth.GrantClientCredentials,
+			ClientID:     cr.ClientID,
+			ClientSecret: cr.ClientSecret,
+		})
+	}
+	return oauth.NewClient(nil, oauth.Config{
+		Authorizer:          oauth.HeadlessAuthorizer{},
+		RedirectURL:         "http://localhost:3000/callback",
+		ClientIDMetadataURL: "https://conformance-test.local/client-metadata.json",
+		ClientID:            cr.ClientID,
+		ClientSecret:        cr.ClientSecret,
+		ClientIssuer:        cr.Issuer,
+	})
+}
 
 func (s *session) takeDuringElicitation() func(context.Context) error {
 	s.mu.Lock()
