@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -57,7 +58,9 @@ type serverState struct {
 //
 // Note: the authorization runs under the context of the request that
 // needed it, so that request's deadline bounds the time the user has to
-// consent; give the first request of a connection a generous one.
+// consent; give the first request of a connection a generous one, or
+// obtain the grant first with a request of the program's own when
+// [Transport.Authorized] is false.
 func NewTransport(base http.RoundTripper, cfg Config) (*Transport, error) {
 	if base == nil {
 		base = http.DefaultTransport
@@ -161,6 +164,25 @@ func (t *Transport) install(ctx context.Context, key string, st *serverState, g 
 	st.grant = g
 	st.gen++
 	return installed{g, st.gen}, nil
+}
+
+// Authorized reports whether the transport holds a usable access token for
+// the MCP server at serverURL: one it obtained, or one kept in its
+// TokenStore, refreshed first if it has expired and can be. A program that
+// wants the user's consent before it starts talking to a server (outside
+// the deadlines of its protocol requests) can send one request of its own
+// first, under a deadline of its choosing, when Authorized is false.
+func (t *Transport) Authorized(ctx context.Context, serverURL string) (bool, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false, fmt.Errorf("oauth: unsupported URL %q", redactURL(serverURL))
+	}
+	key := canonicalResource(u)
+	g, _, err := t.current(ctx, key, t.state(key))
+	if err != nil {
+		return false, err
+	}
+	return g != nil && g.AccessToken != "" && !g.expired(t.now()), nil
 }
 
 // RoundTrip implements http.RoundTripper.

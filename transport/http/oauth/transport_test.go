@@ -756,3 +756,53 @@ func TestUnauthorizedWithoutMetadataIsReturned(t *testing.T) {
 		t.Errorf("got %d %q, want the server's 401", status, body)
 	}
 }
+
+// Authorized: false before any grant, true once one is held (the
+// trailing slash and case of the URL do not matter), false again when the
+// token has expired and cannot be refreshed, and true from a store alone.
+func TestAuthorized(t *testing.T) {
+	as := newFakeAS(t)
+	as.expiresIn = 3600
+	rs := newFakeRS(t, as)
+	store := &MemoryStore{}
+	c, tr := newTestClient(t, Config{Store: store})
+	ctx := context.Background()
+	if ok, err := tr.Authorized(ctx, rs.url()); ok || err != nil {
+		t.Fatalf("before any request: Authorized = %v, %v; want false", ok, err)
+	}
+	mustOK(t, c, rs.url(), "x")
+	if ok, err := tr.Authorized(ctx, strings.ToUpper(rs.url()[:4])+rs.url()[4:]+"/"); !ok || err != nil {
+		t.Fatalf("after the flow: Authorized = %v, %v; want true", ok, err)
+	}
+	if as.count("auth") != 1 {
+		t.Fatalf("%d authorizations, want 1", as.count("auth"))
+	}
+
+	_, fresh := newTestClient(t, Config{Store: store})
+	if ok, err := fresh.Authorized(ctx, rs.url()); !ok || err != nil {
+		t.Errorf("from the store: Authorized = %v, %v; want true", ok, err)
+	}
+
+	_, other := newTestClient(t, Config{Store: store})
+	other.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	as.mu.Lock()
+	clear(as.refreshes) // the refresh token is refused
+	as.mu.Unlock()
+	if ok, err := other.Authorized(ctx, rs.url()); ok || err != nil {
+		t.Errorf("expired, refresh refused: Authorized = %v, %v; want false", ok, err)
+	}
+
+	// An expired token without a refresh token: false.
+	past := &MemoryStore{}
+	if err := past.Save(ctx, rs.url(), &Grant{Server: rs.url(), AccessToken: "old", Expiry: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	_, expired := newTestClient(t, Config{Store: past})
+	if ok, err := expired.Authorized(ctx, rs.url()); ok || err != nil {
+		t.Errorf("expired without refresh token: Authorized = %v, %v; want false", ok, err)
+	}
+
+	if _, err := tr.Authorized(ctx, "ftp://example.com/mcp"); err == nil {
+		t.Error("Authorized accepted an ftp URL")
+	}
+}
