@@ -10,7 +10,8 @@ import (
 
 // withOAuth gives a remote server for which no Authorization header is
 // configured an HTTP client that answers a 401 with the MCP authorization
-// flow (docs/AUTH.md): the authorization URL is printed on stdout, the
+// flow (docs/AUTH.md): the authorization URL is printed on stderr (stdout
+// carries only the command's output, such as -o json), the
 // browser's redirect comes back to 127.0.0.1, and the grant is kept in
 // snodo/oauth under the user's cache directory for the next run. A server
 // that publishes no OAuth metadata gets its 401 back, as without OAuth.
@@ -24,7 +25,7 @@ func (a *app) withOAuth(cfg runner.Config) (_ runner.Config, release func(), err
 	if fs, err := oauth.NewFileStore(""); err == nil {
 		store = fs
 	} // else no cache directory (no $HOME): grants last for this run only
-	la, err := oauth.NewLoopbackAuthorizer(oauth.LoopbackOptions{Out: a.stdout})
+	la, err := oauth.NewLoopbackAuthorizer(oauth.LoopbackOptions{Out: a.stderr})
 	if err != nil {
 		return cfg, nil, configErr("%v", err)
 	}

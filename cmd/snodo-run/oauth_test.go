@@ -33,7 +33,8 @@ type oauthServers struct {
 
 func newOAuthServers(t *testing.T) *oauthServers {
 	o := &oauthServers{challenges: map[string]string{}}
-	o.as = httptest.NewServer(http.HandlerFunc(o.authServer))
+	o.as = httptest.NewUnstartedServer(http.HandlerFunc(o.authServer))
+	o.as.Start()
 	t.Cleanup(o.as.Close)
 	h := gosdkserver.HTTPHandler(nil)
 	// Unstarted until o.mcp is set: the handler reads o.mcp.URL.
@@ -91,8 +92,8 @@ func (o *oauthServers) authServer(w http.ResponseWriter, r *http.Request) {
 }
 
 // runWithBrowser runs snodo-run with args, and opens the authorization URL
-// it prints, as a person at a browser would; it returns stdout, stderr and
-// whether a URL was printed.
+// it prints on stderr, as a person at a browser would; it returns stdout,
+// stderr and whether a URL was printed.
 func runWithBrowser(t *testing.T, cacheHome string, args ...string) (stdout, stderr string, prompted bool) {
 	t.Helper()
 	mark := newMark()
@@ -101,20 +102,20 @@ func runWithBrowser(t *testing.T, cacheHome string, args ...string) (stdout, std
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_CACHE_HOME="+cacheHome, "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+mark)
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
+	var outb strings.Builder
+	cmd.Stdout = &outb
+	errp, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var outb strings.Builder
-	sc := bufio.NewScanner(out)
+	var errb strings.Builder
+	sc := bufio.NewScanner(errp)
 	for sc.Scan() {
 		line := sc.Text()
-		outb.WriteString(line + "\n")
+		errb.WriteString(line + "\n")
 		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http://") && strings.Contains(u, "/authorize?") {
 			prompted = true
 			base := &http.Transport{}
@@ -139,17 +140,24 @@ func runWithBrowser(t *testing.T, cacheHome string, args ...string) (stdout, std
 }
 
 // "snodo-run --url URL" against a server that requires OAuth: the
-// authorization URL is printed on stdout, the browser's redirect comes back
-// to 127.0.0.1, the command goes on; the grant is kept (0600, under the
-// user's cache directory), so the next run asks for nothing.
+// authorization URL is printed on stderr, so that stdout is the command's
+// JSON alone; the browser's redirect comes back to 127.0.0.1, the command
+// goes on; the grant is kept (0600, under the user's cache directory), so
+// the next run asks for nothing.
 func TestURLWithOAuth(t *testing.T) {
 	o := newOAuthServers(t)
 	cache := t.TempDir()
-	stdout, _, prompted := runWithBrowser(t, cache, "--url", o.mcp.URL+"/mcp", "tools", "list", "-o", "text")
+	stdout, stderr, prompted := runWithBrowser(t, cache, "--url", o.mcp.URL+"/mcp", "tools", "list", "-o", "json")
 	if !prompted {
-		t.Fatalf("no authorization URL printed:\n%s", stdout)
+		t.Fatalf("no authorization URL printed on stderr:\n%s", stderr)
 	}
-	contains(t, "tools list", stdout, "Open this URL in a browser", "http://127.0.0.1:", "ask", "count")
+	contains(t, "stderr", stderr, "Open this URL in a browser", "http://127.0.0.1:")
+	var listed struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &listed); err != nil || len(listed.Tools) == 0 {
+		t.Fatalf("stdout is not the tools list alone (%v):\n%s", err, stdout)
+	}
 	files, _ := filepath.Glob(filepath.Join(cache, "snodo", "oauth", "*.json"))
 	if len(files) != 1 {
 		t.Fatalf("grant files %q, want one", files)
