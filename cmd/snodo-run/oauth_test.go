@@ -96,6 +96,13 @@ func (o *oauthServers) authServer(w http.ResponseWriter, r *http.Request) {
 // stderr and whether a URL was printed.
 func runWithBrowser(t *testing.T, cacheHome string, args ...string) (stdout, stderr string, prompted bool) {
 	t.Helper()
+	return runWithSlowBrowser(t, cacheHome, nil, args...)
+}
+
+// runWithSlowBrowser is runWithBrowser with a person who, having seen the
+// URL, takes until before returns to open it.
+func runWithSlowBrowser(t *testing.T, cacheHome string, before func(), args ...string) (stdout, stderr string, prompted bool) {
+	t.Helper()
 	mark := newMark()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -118,6 +125,9 @@ func runWithBrowser(t *testing.T, cacheHome string, args ...string) (stdout, std
 		errb.WriteString(line + "\n")
 		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http://") && strings.Contains(u, "/authorize?") {
 			prompted = true
+			if before != nil {
+				before()
+			}
 			base := &http.Transport{}
 			resp, err := (&http.Client{Transport: base}).Get(u) // follows the redirect to 127.0.0.1
 			if err != nil {
@@ -176,4 +186,44 @@ func TestURLWithOAuth(t *testing.T) {
 	if o.authorized != 1 {
 		t.Errorf("%d authorizations, want 1", o.authorized)
 	}
+}
+
+// The login in the browser does not count against --connect-timeout: the
+// person opens the authorization URL only once a whole --connect-timeout
+// has passed since it was printed, and the command succeeds all the same
+// (with the login inside the handshake, the connection would have timed
+// out before the browser opened).
+func TestOAuthLoginOutlastsConnectTimeout(t *testing.T) {
+	o := newOAuthServers(t)
+	const connect = 3 * time.Second
+	wait := func() {
+		tm := time.NewTimer(connect)
+		defer tm.Stop()
+		<-tm.C
+	}
+	stdout, stderr, prompted := runWithSlowBrowser(t, t.TempDir(), wait,
+		"--url", o.mcp.URL+"/mcp", "--connect-timeout", connect.String(), "tools", "list", "-o", "text")
+	if !prompted {
+		t.Fatalf("no authorization URL printed on stderr:\n%s", stderr)
+	}
+	contains(t, "tools list", stdout, "ask")
+}
+
+// Nobody opens the URL: --auth-timeout (here from SNODO_AUTH_TIMEOUT) ends
+// the wait with a timeout that names the setting, and nothing is stored.
+func TestOAuthAuthTimeout(t *testing.T) {
+	o := newOAuthServers(t)
+	cache := t.TempDir()
+	r := cliWith(t, runOpts{env: []string{"XDG_CACHE_HOME=" + cache, "SNODO_AUTH_TIMEOUT=1s"}},
+		"--url", o.mcp.URL+"/mcp", "tools", "list")
+	e := exits(t, r, exitTimeout, "transport")
+	contains(t, "error", e.Message, "--auth-timeout", "1s")
+	contains(t, "stderr", r.stderr, "Open this URL in a browser")
+	if r.stdout != "" {
+		t.Errorf("stdout %q, want nothing", r.stdout)
+	}
+	if files, _ := filepath.Glob(filepath.Join(cache, "snodo", "oauth", "*.json")); len(files) != 0 {
+		t.Errorf("grant files %q after a timed-out authorization", files)
+	}
+	exits(t, cli(t, "--url", o.mcp.URL+"/mcp", "--auth-timeout", "0", "tools", "list"), exitUsage, "usage")
 }

@@ -41,6 +41,7 @@ const (
 	keyMaxLineBytes      = "max_line_bytes"
 	keyTimeout           = "timeout"
 	keyConnectTimeout    = "connect_timeout"
+	keyAuthTimeout       = "auth_timeout"
 	keyTaskTimeout       = "task_timeout"
 	keyProtocol          = "protocol"
 	keyEnv               = "env"
@@ -75,6 +76,9 @@ type settings struct {
 	output string
 	// taskTimeout bounds the wait for a task (0: none).
 	taskTimeout time.Duration
+	// authTimeout bounds an OAuth authorization obtained before connecting,
+	// the user's consent in the browser included.
+	authTimeout time.Duration
 	verbose     bool
 	allow       []string
 	deny        []string
@@ -144,6 +148,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetDefault(keyMaxLineBytes, jsonrpc.DefaultMaxLineBytes)
 	v.SetDefault(keyTimeout, "60s")
 	v.SetDefault(keyConnectTimeout, runner.DefaultConnectTimeout.String())
+	v.SetDefault(keyAuthTimeout, defaultAuthTimeout.String())
 	v.SetDefault(keyTaskTimeout, defaultTaskTimeout.String())
 	v.SetDefault(keyProtocol, "auto")
 	v.SetDefault(keyOutput, "json")
@@ -158,7 +163,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	for key, flag := range map[string]string{
 		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
 		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
-		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyTaskTimeout: "task-timeout", keyProtocol: "protocol", keyEnv: "env",
+		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyAuthTimeout: "auth-timeout", keyTaskTimeout: "task-timeout", keyProtocol: "protocol", keyEnv: "env",
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
 		keyServerURL: "url", keyHeader: "header",
@@ -284,6 +289,12 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 	}
 	if s.taskTimeout, err = duration(v, keyTaskTimeout); err != nil {
 		return nil, err
+	}
+	if s.authTimeout, err = duration(v, keyAuthTimeout); err != nil {
+		return nil, err
+	}
+	if s.authTimeout == 0 {
+		return nil, usageErr("%s must be more than 0, not %q", keyAuthTimeout, v.GetString(keyAuthTimeout))
 	}
 	rc.MaxServerRequests = v.GetInt(keyMaxServerRequests)
 	if rc.MaxServerRequests < 1 {
