@@ -55,6 +55,8 @@ func TestMain(m *testing.M) {
 	code := 1
 	if err := buildAll(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "building the test binaries: %v\n", err)
+	} else if err := isolateUserDirs(filepath.Join(dir, "user")); err != nil {
+		fmt.Fprintf(os.Stderr, "temporary user directories: %v\n", err)
 	} else {
 		code = m.Run()
 		if code == 0 {
@@ -104,6 +106,32 @@ func buildAll(dir string) error {
 			return fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
+	return nil
+}
+
+// userDirs is the temporary stand-in for the user's home, set by TestMain.
+var userDirs string
+
+// isolateUserDirs points HOME and the XDG base directories of this process,
+// and so of every snodo-run it starts, at new directories under root, so
+// that no test reads or writes the user's files (the OAuth grants under
+// ~/.cache/snodo/oauth, the config in ~/.config/snodo, the shell history).
+// A test that needs directories of its own sets them again. It runs after
+// the builds, which keep the user's Go build cache.
+func isolateUserDirs(root string) error {
+	for _, d := range []struct{ env, sub string }{
+		{"HOME", "home"}, {"XDG_CACHE_HOME", "cache"}, {"XDG_CONFIG_HOME", "config"},
+		{"XDG_STATE_HOME", "state"}, {"XDG_DATA_HOME", "data"},
+	} {
+		p := filepath.Join(root, d.sub)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return err
+		}
+		if err := os.Setenv(d.env, p); err != nil {
+			return err
+		}
+	}
+	userDirs = root
 	return nil
 }
 

@@ -93,7 +93,8 @@ func (o *oauthServers) authServer(w http.ResponseWriter, r *http.Request) {
 
 // runWithBrowser runs snodo-run with args, and opens the authorization URL
 // it prints on stderr, as a person at a browser would; it returns stdout,
-// stderr and whether a URL was printed.
+// stderr and whether a URL was printed. cacheHome is the run's
+// XDG_CACHE_HOME; "" leaves TestMain's.
 func runWithBrowser(t *testing.T, cacheHome string, args ...string) (stdout, stderr string, prompted bool) {
 	t.Helper()
 	return runWithSlowBrowser(t, cacheHome, nil, args...)
@@ -108,7 +109,10 @@ func runWithSlowBrowser(t *testing.T, cacheHome string, before func(), args ...s
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_CACHE_HOME="+cacheHome, "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+mark)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+mark)
+	if cacheHome != "" { // else TestMain's
+		cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+cacheHome)
+	}
 	var outb strings.Builder
 	cmd.Stdout = &outb
 	errp, err := cmd.StderrPipe()
@@ -226,4 +230,26 @@ func TestOAuthAuthTimeout(t *testing.T) {
 		t.Errorf("grant files %q after a timed-out authorization", files)
 	}
 	exits(t, cli(t, "--url", o.mcp.URL+"/mcp", "--auth-timeout", "0", "tools", "list"), exitUsage, "usage")
+}
+
+// Every run of snodo-run sees the temporary home of TestMain, not the
+// user's: a grant obtained by a run without a cache directory of its own
+// lands under it.
+func TestRunsUseTemporaryUserDirs(t *testing.T) {
+	if userDirs == "" {
+		t.Fatal("TestMain set no temporary user directories")
+	}
+	for _, f := range []func() (string, error){os.UserCacheDir, os.UserHomeDir, os.UserConfigDir} {
+		if d, err := f(); err != nil || !strings.HasPrefix(d, userDirs+string(filepath.Separator)) {
+			t.Errorf("user directory %q (%v) is not under %q", d, err, userDirs)
+		}
+	}
+	o := newOAuthServers(t)
+	before, _ := filepath.Glob(filepath.Join(userDirs, "cache", "snodo", "oauth", "*.json"))
+	stdout, _, _ := runWithBrowser(t, "", "--url", o.mcp.URL+"/mcp", "tools", "list", "-o", "text")
+	contains(t, "tools list", stdout, "ask")
+	after, _ := filepath.Glob(filepath.Join(userDirs, "cache", "snodo", "oauth", "*.json"))
+	if len(after) != len(before)+1 {
+		t.Errorf("grant files under the temporary cache: %q before, %q after; want one more", before, after)
+	}
 }
