@@ -14,7 +14,7 @@ import (
 // callProtected sends one JSON-RPC message to a protected MCP server,
 // authorizing through the user's browser when the server asks for it.
 func callProtected(ctx context.Context, serverURL string, body []byte) (*http.Response, error) {
-	la, err := oauth.NewLoopbackAuthorizer(oauth.LoopbackOptions{Out: os.Stdout, OpenBrowser: true})
+	la, err := oauth.NewLoopbackAuthorizer(oauth.LoopbackOptions{Out: os.Stderr, OpenBrowser: true})
 	if err != nil {
 		return nil, err
 	}
