@@ -2,8 +2,10 @@ package jsonrpc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // DefaultMaxLineBytes is the default largest line a LineReader accepts:
@@ -33,7 +35,8 @@ func (e *LineTooLongError) Error() string {
 // released and the rest of the line is skipped as it arrives, read buffer by
 // read buffer, without being kept.
 //
-// A LineReader is not safe for concurrent use.
+// A LineReader is not safe for concurrent use; goroutines may take turns
+// with it, one at a time.
 type LineReader struct {
 	r     io.Reader
 	max   int
@@ -41,6 +44,11 @@ type LineReader struct {
 	start int    // unread data is buf[start:end]
 	end   int
 	err   error // sticky read error, returned once buffered data is used up
+
+	// The line in progress, kept across a read that timed out.
+	acc       lineBuffer // the line so far, when it spans reads
+	size      int64      // the line's length so far
+	discarded bool       // the line has passed the limit
 }
 
 // NewLineReader returns a LineReader reading from r that accepts lines of at
@@ -60,13 +68,20 @@ func NewLineReader(r io.Reader, maxLineBytes int) *LineReader {
 // A line longer than the limit is consumed and reported as a
 // *LineTooLongError; reading may go on after it. At the end of input,
 // ReadLine returns io.EOF (a final line without a newline is returned first);
-// other read errors are returned as they are.
+// other read errors are returned as they are. A read that fails with
+// os.ErrDeadlineExceeded (a read deadline) does not end the input: the
+// error is returned, the line in progress is kept, and the next ReadLine
+// goes on with it.
 func (lr *LineReader) ReadLine() ([]byte, error) {
-	var (
-		acc       lineBuffer // the line so far, when it spans reads
-		size      int64      // the line's length so far
-		discarded bool       // the line has passed the limit
-	)
+	line, err := lr.readLine()
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		lr.acc, lr.size, lr.discarded = lineBuffer{}, 0, false
+	}
+	return line, err
+}
+
+func (lr *LineReader) readLine() ([]byte, error) {
+	acc, size, discarded := &lr.acc, &lr.size, &lr.discarded
 	for {
 		if lr.start < lr.end {
 			chunk := lr.buf[lr.start:lr.end]
@@ -78,18 +93,18 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 			} else {
 				lr.start = lr.end
 			}
-			size += int64(len(part))
+			*size += int64(len(part))
 			switch {
-			case discarded:
-			case size > int64(lr.max):
-				discarded = true
-				acc = lineBuffer{} // release what was collected
+			case *discarded:
+			case *size > int64(lr.max):
+				*discarded = true
+				*acc = lineBuffer{} // release what was collected
 			case i >= 0 && acc.empty():
 				// The common case: the whole line is in the read buffer.
 				if line := trimCR(part); len(line) > 0 {
 					return bytes.Clone(line), nil
 				}
-				size = 0
+				*size = 0
 				continue
 			default:
 				acc.append(part, lr.max+1)
@@ -97,20 +112,20 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 			if i < 0 {
 				continue
 			}
-			if discarded {
-				return nil, &LineTooLongError{Limit: lr.max, Bytes: size}
+			if *discarded {
+				return nil, &LineTooLongError{Limit: lr.max, Bytes: *size}
 			}
 			if line := trimCR(acc.bytes()); len(line) > 0 {
 				return line, nil
 			}
-			acc, size = lineBuffer{}, 0
+			*acc, *size = lineBuffer{}, 0
 			continue
 		}
 		if lr.err != nil {
-			if lr.err == io.EOF && size > 0 {
+			if lr.err == io.EOF && *size > 0 {
 				// A final line without a newline.
-				if discarded {
-					return nil, &LineTooLongError{Limit: lr.max, Bytes: size}
+				if *discarded {
+					return nil, &LineTooLongError{Limit: lr.max, Bytes: *size}
 				}
 				if line := trimCR(acc.bytes()); len(line) > 0 {
 					return line, nil
@@ -121,7 +136,14 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 		lr.start = 0
 		n, err := lr.r.Read(lr.buf)
 		lr.end = n
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// Not sticky: the next read may succeed.
+			if n == 0 {
+				return nil, err
+			}
+		default:
 			lr.err = err
 		}
 	}

@@ -3,7 +3,9 @@ package jsonrpc
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -136,6 +138,57 @@ func TestLineReaderReturnsReadErrors(t *testing.T) {
 	}
 	if _, err := lr.ReadLine(); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
+	}
+}
+
+// timeoutReader returns its parts one Read at a time, with
+// os.ErrDeadlineExceeded between them, as a file past its read deadline.
+type timeoutReader struct {
+	parts   []string
+	timeout bool // the next Read times out
+}
+
+func (r *timeoutReader) Read(p []byte) (int, error) {
+	if len(r.parts) == 0 {
+		return 0, io.EOF
+	}
+	if r.timeout {
+		r.timeout = false
+		return 0, os.ErrDeadlineExceeded
+	}
+	r.timeout = true
+	n := copy(p, r.parts[0])
+	r.parts = r.parts[1:]
+	return n, nil
+}
+
+// A read deadline does not end the input: lines cut by it, within the
+// limit and past it, come out whole (or reported too long) afterwards.
+func TestLineReaderGoesOnAfterReadDeadline(t *testing.T) {
+	r := &timeoutReader{parts: []string{"ab", "c\nxxxx", "xxxx", "xx\nd", "e\n"}}
+	lr := NewLineReader(r, 5)
+	var got []string
+	timeouts := 0
+	for range 100 {
+		line, err := lr.ReadLine()
+		var tl *LineTooLongError
+		switch {
+		case err == nil:
+			got = append(got, string(line))
+			continue
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			timeouts++
+			continue
+		case errors.As(err, &tl):
+			got = append(got, fmt.Sprintf("too long: %d", tl.Bytes))
+			continue
+		case err != io.EOF:
+			t.Fatal(err)
+		}
+		break
+	}
+	if want := "abc|too long: 10|de"; strings.Join(got, "|") != want || timeouts != 4 {
+		t.Fatalf("lines %q after %d timeouts, want %q after 4", got, timeouts, want)
 	}
 }
 
