@@ -129,6 +129,14 @@ type Conn struct {
 
 	nextID atomic.Int64
 
+	// Reading stdout (see reader.go).
+	lr         *jsonrpc.LineReader // used by the holder of the baton only
+	baton      chan struct{}       // holds the baton while it is free
+	watch      *time.Timer         // starts the background reader (onWatch)
+	watchArmed atomic.Bool         // watch is set and has not run yet
+	watchDelay atomic.Int64        // watchDelay, as a time.Duration (tests change it)
+	grace      atomic.Int64        // end of reading after the server's exit (UnixNano); 0: not exited
+
 	mu         sync.Mutex
 	pending    map[jsonrpc.ID]*call          // requests waiting for a response
 	progress   map[jsonrpc.ID]*call          // by progress token
@@ -232,9 +240,14 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	c.out.init(cfg.MaxQueuedBytes)
 	c.fast.init()
 	c.handlerCtx, c.stopCtx = context.WithCancelCause(context.Background())
+	c.lr = jsonrpc.NewLineReader(c.stdout, c.maxLine)
+	c.baton = make(chan struct{}, 1)
+	c.watch = time.AfterFunc(time.Hour, c.onWatch)
+	c.watch.Stop()
+	c.watchDelay.Store(int64(watchDelay))
 	go c.waitLoop()
 	go c.writeLoop()
-	go c.readLoop()
+	go c.background() // holding the baton from the start
 	stopOwner := context.AfterFunc(ctx, func() { c.CloseWithCause(context.Cause(ctx)) })
 	c.mu.Lock()
 	c.stopOwner = stopOwner
@@ -337,7 +350,8 @@ func (c *Conn) waitLoop() {
 	// The responses the server wrote before exiting are in the pipe; give
 	// the reader a moment for them, then end it even if a grandchild holds
 	// stdout open.
-	c.stdout.SetReadDeadline(time.Now().Add(exitGrace))
+	c.grace.Store(time.Now().Add(exitGrace).UnixNano())
+	c.poke()
 }
 
 // stop stops the connection with err (a -32000 error), once.
@@ -350,6 +364,8 @@ func (c *Conn) stop(err *jsonrpc.Error) {
 		stopOwner := c.stopOwner
 		c.mu.Unlock()
 		close(c.done)
+		c.poke()  // a caller reading stdout returns
+		c.drain() // nobody may read: drain stdout until the server exits
 		c.stopCtx(err)
 		// Closing stdin is what tells the server to finish; it also wakes
 		// a writer blocked on a server that does not read.

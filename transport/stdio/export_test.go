@@ -1,5 +1,12 @@
 package stdio
 
+import "time"
+
 // QueuedBytes returns the bytes of the messages waiting in c's writer
 // queue, the one the writer is in the middle of not included.
 func QueuedBytes(c *Conn) int { return c.out.queued() }
+
+// SetWatchDelay sets how long the baton stays free before the background
+// reader takes it: with a long delay, after a response has been routed,
+// the next caller is sure to read stdout itself.
+func SetWatchDelay(c *Conn, d time.Duration) { c.watchDelay.Store(int64(d)) }

@@ -213,6 +213,7 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 		Code       int             `json:"code"`
 		IntervalMS int             `json:"intervalMs"`
 		Forever    bool            `json:"forever"`
+		Announce   bool            `json:"announce"`
 		Fail       bool            `json:"fail"`
 		Subs       []jsonrpc.ID    `json:"subs"`
 		Sub        jsonrpc.ID      `json:"sub"`
@@ -261,6 +262,9 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 		sleepers.Lock()
 		sleepers.m[r.ID] = cancelled
 		sleepers.Unlock()
+		if p.Announce {
+			s.Notify("test/sleeping", map[string]any{"id": r.ID})
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

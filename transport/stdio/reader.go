@@ -36,33 +36,153 @@ type routing struct {
 	Notifications json.RawMessage `json:"notifications"`
 }
 
-// readLoop reads the server's stdout until it ends, dispatching each
-// message without waiting for anyone. Lines that are too long, not JSON or
-// not JSON-RPC are skipped: the request a lost line answered times out.
-func (c *Conn) readLoop() {
-	lr := jsonrpc.NewLineReader(c.stdout, c.maxLine)
-	var err error
-	for {
-		var line []byte
-		line, err = lr.ReadLine()
-		if err != nil {
-			var tooLong *jsonrpc.LineTooLongError
-			if errors.As(err, &tooLong) {
-				continue
+// Reading stdout. Whoever holds the baton reads: a caller of Request
+// waiting for its response, which then needs no other goroutine to wake it,
+// or, while no caller does, the connection's background reader. The baton
+// is a token in Conn.baton: a caller takes it when it is free, or when the
+// holder that finishes hands it on (a caller parked in await receives it
+// from the channel); the background reader takes it when it has been free
+// for watchDelay. Reading never waits for anyone: responses go to buffered
+// channels, progress and subscription events to queues, server requests
+// to the dispatcher. A holder blocked in read(2) is woken by a read
+// deadline: its own timeout, or a past deadline set by poke (its context,
+// Close, the server's exit).
+
+// watchDelay is how long stdout may go unread, after the last holder of
+// the baton has let it go, before the background reader takes it: the
+// longest a message from the server waits while no call is in flight.
+const watchDelay = time.Millisecond
+
+// What readStep did.
+const (
+	readMsg   = iota // read a line (and dispatched it, unless it was not a message)
+	readWoken        // the read deadline passed: the holder looks at why
+	readEnded        // stdout has ended; nobody reads again
+)
+
+// readStep reads one line and dispatches its message; only the holder of
+// the baton calls it. Lines that are too long, not JSON or not JSON-RPC are
+// skipped: the request a lost line answered times out. It reports whether
+// a response went to a waiting call. At readEnded the baton is gone.
+func (c *Conn) readStep() (status int, routed bool) {
+	line, err := c.lr.ReadLine()
+	if err != nil {
+		var tooLong *jsonrpc.LineTooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			return readMsg, false
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if g := c.grace.Load(); g == 0 || time.Now().UnixNano() < g {
+				return readWoken, false
 			}
-			break
 		}
-		if c.stopped() != nil {
-			continue // drain stdout so the server can finish and exit
-		}
-		msg, derr := jsonrpc.Decode(line)
-		if derr != nil {
-			continue
-		}
-		c.dispatch(msg)
+		c.endRead(err)
+		return readEnded, false
 	}
+	if c.stopped() != nil {
+		return readMsg, false // drain stdout so the server can finish and exit
+	}
+	msg, derr := jsonrpc.Decode(line)
+	if derr != nil {
+		return readMsg, false
+	}
+	return readMsg, c.dispatch(msg)
+}
+
+// endRead ends reading at the end of stdout (or a read error, or the grace
+// after the server's exit).
+func (c *Conn) endRead(err error) {
+	c.watch.Stop()
 	c.stop(c.readEndError(err))
 	c.stdout.Close()
+}
+
+// armRead sets stdout's read deadline for a new holder of the baton, or
+// after it was woken: its own deadline (zero: none), or the end of the
+// grace after the server's exit if that is earlier. The holder then looks
+// at what it waits for before reading, so a poke is never missed.
+func (c *Conn) armRead(own time.Time) {
+	for {
+		g := c.grace.Load()
+		d := own
+		if g != 0 {
+			if gt := time.Unix(0, g); d.IsZero() || gt.Before(d) {
+				d = gt
+			}
+		}
+		c.stdout.SetReadDeadline(d)
+		if c.grace.Load() == g {
+			return
+		}
+	}
+}
+
+// pastDeadline is a read deadline that has passed.
+var pastDeadline = time.Unix(1, 0)
+
+// poke wakes the holder of the baton if it is blocked in a read, so that it
+// looks at what changed; a holder that is not blocked sees it at its next
+// read and arms again.
+func (c *Conn) poke() { c.stdout.SetReadDeadline(pastDeadline) }
+
+// release hands the baton on: to a caller waiting in await, if one is
+// parked, or else it stays free and the background reader takes it after
+// the watch delay unless a caller does first. Once the connection has
+// stopped, nobody waits for a response: the background reader takes it at
+// once, to drain stdout.
+func (c *Conn) release() {
+	c.baton <- struct{}{} // never blocks: only the holder releases
+	if len(c.baton) == 0 {
+		return
+	}
+	if c.stopped() != nil {
+		c.drain()
+		return
+	}
+	if c.watchArmed.CompareAndSwap(false, true) {
+		c.watch.Reset(time.Duration(c.watchDelay.Load()))
+	}
+}
+
+// drain starts the background reader if the baton is free.
+func (c *Conn) drain() {
+	select {
+	case <-c.baton:
+		go c.background()
+	default:
+	}
+}
+
+// onWatch runs watchDelay after the baton was left free: if it still is,
+// this goroutine becomes the background reader.
+func (c *Conn) onWatch() {
+	// Cleared before looking at the baton: a release from now on arms the
+	// watch again.
+	c.watchArmed.Store(false)
+	select {
+	case <-c.baton:
+		c.background()
+	default:
+	}
+}
+
+// background reads stdout while no caller does, holding the baton. It
+// hands the baton on after routing a response to a caller, who is likely
+// to send another request and read for itself; and never once the
+// connection has stopped (it drains stdout until it ends).
+func (c *Conn) background() {
+	c.armRead(time.Time{})
+	for {
+		switch st, routed := c.readStep(); {
+		case st == readEnded:
+			return
+		case st == readWoken:
+			c.armRead(time.Time{})
+		case routed && c.stopped() == nil:
+			c.release()
+			return
+		}
+	}
 }
 
 // readEndError describes the end of stdout. A server usually closes stdout
@@ -81,18 +201,20 @@ func (c *Conn) readEndError(err error) *jsonrpc.Error {
 	return transport.ConnectionError("reading from the server failed", err)
 }
 
-func (c *Conn) dispatch(msg jsonrpc.Message) {
+// dispatch routes msg; it reports whether it was a response for a call.
+func (c *Conn) dispatch(msg jsonrpc.Message) bool {
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
-		c.handleResponse(m)
+		return c.handleResponse(m)
 	case *jsonrpc.Request:
 		c.handleServerRequest(m)
 	case *jsonrpc.Notification:
 		c.handleNotification(m)
 	}
+	return false
 }
 
-func (c *Conn) handleResponse(resp *jsonrpc.Response) {
+func (c *Conn) handleResponse(resp *jsonrpc.Response) bool {
 	c.mu.Lock()
 	cl := c.pending[resp.ID]
 	var ls *listenState
@@ -108,6 +230,7 @@ func (c *Conn) handleResponse(resp *jsonrpc.Response) {
 	case ls != nil:
 		ls.respond(resp)
 	}
+	return cl != nil
 }
 
 func (c *Conn) handleNotification(n *jsonrpc.Notification) {

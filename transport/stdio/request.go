@@ -138,18 +138,21 @@ func (c *Conn) newIDLocked() jsonrpc.ID {
 	}
 }
 
-// await waits for cl's response, delivering its progress.
+// await waits for cl's response, delivering its progress. While nobody
+// else reads stdout, it reads it itself (see reader.go): it holds the
+// baton, routing whatever arrives, until its own response comes, and then
+// hands the baton on.
 func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.RequestOptions) (*jsonrpc.Response, error) {
-	start := time.Now()
 	resetOnProgress := opts.ResetTimeoutOnProgress && cl.progReady != nil
 	var totalDeadline time.Time
 	if resetOnProgress && opts.MaxTotalTimeout > 0 {
-		totalDeadline = start.Add(opts.MaxTotalTimeout)
+		totalDeadline = time.Now().Add(opts.MaxTotalTimeout)
 	}
 	var (
+		deadline time.Time // when the armed timeout passes; zero: none
+		hitTotal bool      // the armed timeout is the max-total one
 		timer    *time.Timer
 		timerC   <-chan time.Time
-		hitTotal bool // the armed timer is the max-total one
 	)
 	arm := func() {
 		d := opts.Timeout
@@ -160,19 +163,57 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			}
 		}
 		if d <= 0 && !hitTotal {
+			deadline = time.Time{}
 			return
 		}
-		if timer == nil {
-			timer = time.NewTimer(d)
-			timerC = timer.C
-		} else {
+		deadline = time.Now().Add(d)
+		if timer != nil {
 			timer.Reset(d)
 		}
 	}
 	arm()
-	if timer != nil {
-		defer timer.Stop()
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	timeout := func() error {
+		var err error
+		if hitTotal {
+			err = transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
+		} else {
+			err = transport.TimeoutError(opts.Timeout)
+		}
+		c.abort(cl, om, err.(*jsonrpc.Error).Message)
+		return err
 	}
+
+	// Holding the baton: stdout is read in this goroutine.
+	var (
+		holding  bool
+		stopPoke func() bool // ends the poke of ctx's end
+	)
+	take := func() {
+		holding = true
+		if ctx.Done() != nil {
+			stopPoke = context.AfterFunc(ctx, c.poke)
+		}
+		c.armRead(deadline)
+	}
+	drop := func(release bool) {
+		if !holding {
+			return
+		}
+		holding = false
+		if stopPoke != nil {
+			stopPoke()
+			stopPoke = nil
+		}
+		if release {
+			c.release()
+		}
+	}
+	defer drop(true)
 
 	var progBuf []json.RawMessage
 	deliver := func() error {
@@ -185,7 +226,55 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		}
 		return nil
 	}
+	select {
+	case <-c.baton:
+		take()
+	default:
+	}
 	for {
+		if holding {
+			// What this caller waits for, then one line. The progress
+			// function runs without the baton: it may take its time.
+			select {
+			case resp := <-cl.resp:
+				drop(true)
+				if cl.progReady != nil {
+					if err := deliver(); err != nil {
+						return nil, err
+					}
+				}
+				return resp, nil
+			default:
+			}
+			switch {
+			case c.stopped() != nil:
+				drop(true) // for the background reader, which drains stdout
+				c.forget(cl)
+				return nil, c.Err()
+			case ctx.Err() != nil:
+				drop(true)
+				err := contextError(ctx)
+				c.abort(cl, om, err.Message)
+				return nil, err
+			case !deadline.IsZero() && !time.Now().Before(deadline):
+				drop(true)
+				return nil, timeout()
+			case len(cl.progReady) > 0:
+				drop(true) // the select below delivers it
+				continue
+			}
+			switch st, _ := c.readStep(); st {
+			case readWoken:
+				c.armRead(deadline)
+			case readEnded:
+				drop(false) // the baton is gone
+			}
+			continue
+		}
+		if !deadline.IsZero() && timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			timerC = timer.C
+		}
 		select {
 		case resp := <-cl.resp:
 			if cl.progReady != nil {
@@ -194,6 +283,12 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 				}
 			}
 			return resp, nil
+		case <-c.baton:
+			if c.stopped() != nil {
+				c.release() // for the background reader, which drains stdout
+				continue
+			}
+			take()
 		case <-cl.progReady:
 			if err := deliver(); err != nil {
 				c.abort(cl, om, "progress function failed: "+err.Error())
@@ -203,14 +298,7 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 				arm()
 			}
 		case <-timerC:
-			var err error
-			if hitTotal {
-				err = transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
-			} else {
-				err = transport.TimeoutError(opts.Timeout)
-			}
-			c.abort(cl, om, err.(*jsonrpc.Error).Message)
-			return nil, err
+			return nil, timeout()
 		case <-ctx.Done():
 			err := contextError(ctx)
 			c.abort(cl, om, err.Message)
