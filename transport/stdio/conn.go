@@ -144,7 +144,8 @@ type Conn struct {
 	serverReqs map[jsonrpc.ID]*serverRequest // running server-request functions
 	onRequest  transport.DispatchFunc
 	onNotify   transport.NotificationFunc
-	err        error // why the connection stopped; nil while running
+	err        error        // why the connection stopped; nil while running
+	npending   atomic.Int32 // len(pending), read without mu
 
 	done       chan struct{} // closed when the connection stops
 	stopOnce   sync.Once

@@ -125,23 +125,36 @@ var pastDeadline = time.Unix(1, 0)
 // read and arms again.
 func (c *Conn) poke() { c.stdout.SetReadDeadline(pastDeadline) }
 
-// release hands the baton on: to a caller waiting in await, if one is
-// parked, or else it stays free and the background reader takes it after
-// the watch delay unless a caller does first. Once the connection has
-// stopped, nobody waits for a response: the background reader takes it at
-// once, to drain stdout.
+// release hands the baton on. Calls still waiting for their responses
+// get the background reader at once (they wait in a select, not for the
+// baton), as does a stopped connection (to drain stdout); otherwise the
+// baton stays free for the next caller, and the background reader takes
+// it after the watch delay unless a caller does first.
 func (c *Conn) release() {
+	if c.letGo() {
+		go c.background()
+	}
+}
+
+// letGo puts the baton back. It reports whether its holder is to go on
+// reading as the background reader: it took the baton back because calls
+// are waiting (or the connection has stopped) and no caller took it.
+func (c *Conn) letGo() bool {
 	c.baton <- struct{}{} // never blocks: only the holder releases
-	if len(c.baton) == 0 {
-		return
+	// A caller counts itself among the pending calls before it tries the
+	// baton: if it failed to take it, it is counted here.
+	if c.stopped() != nil || c.npending.Load() > 0 {
+		select {
+		case <-c.baton:
+			return true
+		default:
+			return false
+		}
 	}
-	if c.stopped() != nil {
-		c.drain()
-		return
-	}
-	if c.watchArmed.CompareAndSwap(false, true) {
+	if len(c.baton) > 0 && c.watchArmed.CompareAndSwap(false, true) {
 		c.watch.Reset(time.Duration(c.watchDelay.Load()))
 	}
+	return false
 }
 
 // drain starts the background reader if the baton is free.
@@ -166,10 +179,10 @@ func (c *Conn) onWatch() {
 	}
 }
 
-// background reads stdout while no caller does, holding the baton. It
-// hands the baton on after routing a response to a caller, who is likely
-// to send another request and read for itself; and never once the
-// connection has stopped (it drains stdout until it ends).
+// background reads stdout while no caller does, holding the baton. When
+// it has routed the response of the last call waiting, it lets the baton
+// go: the next caller is likely to send another request and read for
+// itself. Once the connection has stopped it drains stdout until it ends.
 func (c *Conn) background() {
 	c.armRead(time.Time{})
 	for {
@@ -178,9 +191,10 @@ func (c *Conn) background() {
 			return
 		case st == readWoken:
 			c.armRead(time.Time{})
-		case routed && c.stopped() == nil:
-			c.release()
-			return
+		case routed && c.stopped() == nil && c.npending.Load() == 0:
+			if !c.letGo() {
+				return
+			}
 		}
 	}
 }

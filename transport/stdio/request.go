@@ -114,6 +114,7 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
 	}
 	c.pending[r.ID] = cl
+	c.npending.Store(int32(len(c.pending)))
 	if cl.token.IsValid() {
 		c.progress[cl.token] = cl
 	}
@@ -138,7 +139,7 @@ func (c *Conn) newIDLocked() jsonrpc.ID {
 	}
 }
 
-// await waits for cl's response, delivering its progress. While nobody
+// await waits for cl's response, delivering its progress. When nobody
 // else reads stdout, it reads it itself (see reader.go): it holds the
 // baton, routing whatever arrives, until its own response comes, and then
 // hands the baton on.
@@ -247,20 +248,24 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			default:
 			}
 			switch {
+			// A caller that gives up is forgotten before it lets the
+			// baton go, so that it is not counted among those waiting.
 			case c.stopped() != nil:
-				drop(true) // for the background reader, which drains stdout
 				c.forget(cl)
+				drop(true) // for the background reader, which drains stdout
 				return nil, c.Err()
 			case ctx.Err() != nil:
+				c.forget(cl)
 				drop(true)
 				err := contextError(ctx)
 				c.abort(cl, om, err.Message)
 				return nil, err
 			case !deadline.IsZero() && !time.Now().Before(deadline):
+				c.forget(cl)
 				drop(true)
 				return nil, timeout()
 			case len(cl.progReady) > 0:
-				drop(true) // the select below delivers it
+				drop(true) // the background reader reads while it runs
 				continue
 			}
 			switch st, _ := c.readStep(); st {
@@ -283,12 +288,6 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 				}
 			}
 			return resp, nil
-		case <-c.baton:
-			if c.stopped() != nil {
-				c.release() // for the background reader, which drains stdout
-				continue
-			}
-			take()
 		case <-cl.progReady:
 			if err := deliver(); err != nil {
 				c.abort(cl, om, "progress function failed: "+err.Error())
@@ -345,6 +344,7 @@ func (c *Conn) forget(cl *call) {
 func (c *Conn) forgetLocked(cl *call) {
 	if c.pending[cl.id] == cl {
 		delete(c.pending, cl.id)
+		c.npending.Store(int32(len(c.pending)))
 	}
 	if cl.token.IsValid() && c.progress[cl.token] == cl {
 		delete(c.progress, cl.token)
