@@ -90,7 +90,8 @@ type Config struct {
 	OnServerRequest transport.ServerRequestFunc
 	// OnNotification receives the server's notifications that are not
 	// routed to a request (progress) or a subscription (events). It runs in
-	// the reader and must not block. nil drops them.
+	// the goroutine reading stdout (a caller waiting for its response, or
+	// the connection's own) and must not block. nil drops them.
 	OnNotification transport.NotificationFunc
 	// MaxQueuedBytes is the most bytes of messages that may wait for the
 	// server to read its stdin; 0 means DefaultMaxQueuedBytes (64 MiB).

@@ -9,10 +9,15 @@
 //
 // Inside a Conn:
 //
-//   - one reader goroutine reads stdout and never waits for a caller, a
-//     handler or a subscriber: responses go to buffered channels, progress
-//     and subscription events to per-request queues, server-to-client
-//     requests to their own goroutines;
+//   - one goroutine at a time reads stdout, and never waits for a caller,
+//     a handler or a subscriber: responses go to buffered channels,
+//     progress and subscription events to per-request queues,
+//     server-to-client requests to the dispatcher. A caller of Request
+//     that starts waiting while nobody reads reads for itself until its
+//     response comes (a sequential client wakes no other goroutine); while
+//     calls are waiting for one another, and while none is in flight, the
+//     connection's background reader does, taking over at most a
+//     millisecond after the last response;
 //   - each message goes to stdin with one Write under a mutex. A small
 //     message (up to PIPE_BUF, written atomically) is written by its sender
 //     when the pipe has room and nothing is queued; otherwise it is queued

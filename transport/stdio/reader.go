@@ -38,11 +38,13 @@ type routing struct {
 
 // Reading stdout. Whoever holds the baton reads: a caller of Request
 // waiting for its response, which then needs no other goroutine to wake it,
-// or, while no caller does, the connection's background reader. The baton
-// is a token in Conn.baton: a caller takes it when it is free, or when the
-// holder that finishes hands it on (a caller parked in await receives it
-// from the channel); the background reader takes it when it has been free
-// for watchDelay. Reading never waits for anyone: responses go to buffered
+// or the connection's background reader. The baton is a token in
+// Conn.baton. A caller takes it if it is free when it starts waiting;
+// otherwise it waits in a select and is read for. A holder that lets it go
+// while calls are waiting (or after the connection stopped) hands it to the
+// background reader at once; otherwise it stays free for the next caller,
+// and the background reader takes it when it has been free for the watch
+// delay. Reading never waits for anyone: responses go to buffered
 // channels, progress and subscription events to queues, server requests
 // to the dispatcher. A holder blocked in read(2) is woken by a read
 // deadline: its own timeout, or a past deadline set by poke (its context,
