@@ -204,3 +204,23 @@ func TestConcurrentCallersShareTheBaton(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A response that arrives after its caller gave up never reaches a later
+// call (calls are reused once their response has been received).
+func TestLateResponseNeverReachesLaterCall(t *testing.T) {
+	c := connect(t, config("script"))
+	for i := range 50 {
+		// Answered after a flood of progress that nobody claims, which the
+		// server sends before it reads the cancellation: the response
+		// usually comes after the 1 ms timeout.
+		id := jsonrpc.StringID(fmt.Sprintf("late-%d", i))
+		c.Request(context.Background(), progressRequest(id, id.String(), map[string]any{"count": 500}), transport.RequestOptions{Timeout: time.Millisecond})
+		for j := range 3 {
+			want := fmt.Sprintf(`{"i":%d,"j":%d}`, i, j)
+			resp := call(t, c, "echo", json.RawMessage(want), transport.RequestOptions{})
+			if string(resp.Result) != want {
+				t.Fatalf("echo %s answered with %s", want, resp.Result)
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 // call is one request waiting for its response.
 type call struct {
+	req   jsonrpc.Request // the request while it is encoded (no allocation of its own)
 	id    jsonrpc.ID
 	token jsonrpc.ID // progress token; zero without OnProgress
 	resp  chan *jsonrpc.Response
@@ -86,8 +87,9 @@ func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
 // OnServerRequest are for transports with headers or per-request server
 // requests; stdio ignores them (see Config.OnServerRequest and SetInbound).
 func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
-	r := *req
-	cl := &call{resp: make(chan *jsonrpc.Response, 1)}
+	cl := callPool.Get().(*call)
+	r := &cl.req
+	*r = *req
 	if opts.OnProgress != nil {
 		tok, ok := opts.ProgressToken, opts.ProgressToken.IsValid()
 		if !ok {
@@ -120,12 +122,33 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 	}
 	c.mu.Unlock()
 
-	om, err := c.send(&r, false)
+	om, err := c.send(r, false)
+	cl.req = jsonrpc.Request{} // encoded: not needed any more
 	if err != nil {
 		c.forget(cl)
 		return nil, err
 	}
-	return c.await(ctx, cl, om, opts)
+	resp, err := c.await(ctx, cl, om, opts)
+	if err == nil {
+		cl.recycle()
+	}
+	return resp, err
+}
+
+// callPool keeps calls, with their response channels, for later requests.
+var callPool = sync.Pool{New: func() any { return &call{resp: make(chan *jsonrpc.Response, 1)} }}
+
+// recycle gives cl back to callPool once its response has been received
+// from cl.resp. Each call is sent at most one response, by whoever removed
+// it from Conn.pending, so nothing can reach a recycled call: a call given
+// up (a timeout, a context, a closed connection) may still be sent its
+// response, and is never recycled. Calls with progress are not either.
+func (cl *call) recycle() {
+	if cl.progReady != nil || len(cl.resp) != 0 {
+		return
+	}
+	*cl = call{resp: cl.resp}
+	callPool.Put(cl)
 }
 
 // newIDLocked returns an integer ID that no request in flight uses, not
