@@ -98,12 +98,12 @@ var scenarios = map[string]fakeserver.Scenario{
 	"closestdin": func(s *fakeserver.Server) {
 		os.Stdin.Close()
 		s.Notify("test/ready", map[string]any{})
-		select {}
+		waitToBeKilled()
 	},
 	// neverread never reads its stdin and waits to be killed.
 	"neverread": func(s *fakeserver.Server) {
 		s.Notify("test/ready", map[string]any{})
-		select {}
+		waitToBeKilled()
 	},
 	// exitcode exits with status Args[0] once its stdin is at EOF.
 	"exitcode": func(s *fakeserver.Server) {
@@ -501,3 +501,12 @@ func wantCode(t testing.TB, err error, code int64) *jsonrpc.Error {
 
 var _ = bufio.NewReader
 var _ = strings.Contains
+
+// waitToBeKilled blocks until the process is killed. A bare select {}
+// would not do: with no other goroutine, the Go runtime ends the process
+// as deadlocked (exit 2) unless the race detector keeps one running.
+func waitToBeKilled() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
