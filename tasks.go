@@ -612,11 +612,13 @@ func (c *Client) callTool(ctx context.Context, name string, arguments any, cc *c
 		}
 		raw, err := c.call(ctx, "tools/call", params, cc)
 		if err == nil {
-			if isLegacyTaskAnswer(raw) {
+			res, err := decodeToolResult(raw)
+			// Only a result without content can be a CreateTaskResult:
+			// a tool's result, however large, is not scanned again.
+			if err == nil && res.Content == nil && isLegacyTaskAnswer(raw) {
 				return nil, protocolError(jsonrpc.CodeInternalError, nil,
 					"tools/call %s: the server answered with a task, which the call did not ask for", name)
 			}
-			res, err := decodeToolResult(raw)
 			if err != nil || !caps.toolCall || !res.IsError || len(res.Content) != 1 || !saysTaskRequired(res.Content[0].Text) {
 				return res, err
 			}

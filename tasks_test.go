@@ -878,3 +878,25 @@ func TestTaskOverHTTPCarriesTheTaskIDInMcpName(t *testing.T) {
 		}
 	}
 }
+
+// A legacy server that answers a plain tools/call with a CreateTaskResult
+// (a task, no content) gets an error: the call asked for no task. A result
+// with content is the tool's result, whatever else it carries.
+func TestLegacyUnaskedTaskAnswer(t *testing.T) {
+	var answer string
+	c, _ := connectTasks(t, false, fullTaskCaps, func(fc *fakeCall) *jsonrpc.Response {
+		if fc.Req.Method == "tools/call" {
+			return result(fc, answer)
+		}
+		return noMore(fc)
+	})
+	answer = created(false, "t-1", "")
+	if _, err := c.CallTool(context.Background(), "plain", nil); err == nil || !contains(err.Error(), "did not ask for") {
+		t.Fatalf("a task to a plain call: %v", err)
+	}
+	answer = `{"content":[{"type":"text","text":"ok"}],"task":{"taskId":"t-2"}}`
+	res, err := c.CallTool(context.Background(), "plain", nil)
+	if err != nil || len(res.Content) != 1 || res.Content[0].Text != "ok" {
+		t.Fatalf("a result with content: %+v, %v", res, err)
+	}
+}
