@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/snodo/snodo/internal/jsoncodec"
+	"github.com/snodo/snodo/internal/progq"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -67,11 +68,9 @@ type call struct {
 	hdrMu sync.Mutex
 	hdrs  []transport.Header // the response headers, lowercase names
 
-	progMu    sync.Mutex
-	progQueue []json.RawMessage
-	progBytes int
-	progLimit int
-	progReady chan struct{}
+	// prog holds progress waiting for the caller (internal/progq); nil
+	// without OnProgress.
+	prog *progq.Queue
 }
 
 func (cl *call) setHeaders(h nethttp.Header) {
@@ -106,31 +105,6 @@ func lower(s string) string {
 		}
 	}
 	return string(b)
-}
-
-func (cl *call) pushProgress(params json.RawMessage) {
-	cl.progMu.Lock()
-	cl.progQueue = append(cl.progQueue, params)
-	cl.progBytes += len(params)
-	// MCP progress is cumulative: past the bound, the oldest goes.
-	for cl.progBytes > cl.progLimit && len(cl.progQueue) > 1 {
-		cl.progBytes -= len(cl.progQueue[0])
-		cl.progQueue[0] = nil
-		cl.progQueue = cl.progQueue[1:]
-	}
-	cl.progMu.Unlock()
-	select {
-	case cl.progReady <- struct{}{}:
-	default:
-	}
-}
-
-func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
-	cl.progMu.Lock()
-	dst, cl.progQueue = cl.progQueue, dst[:0]
-	cl.progBytes = 0
-	cl.progMu.Unlock()
-	return dst
 }
 
 // Request implements transport.Transport: it POSTs req and waits for its
@@ -169,8 +143,7 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 		}
 		if ok {
 			cl.token = tok
-			cl.progLimit = t.maxMsg
-			cl.progReady = make(chan struct{}, 1)
+			cl.prog = progq.New(t.maxMsg)
 		}
 	}
 	h := t.requestHeaders(&r, opts.Dialect, opts.Extension, opts.Headers)
@@ -621,7 +594,7 @@ func (t *Transport) notification(n *jsonrpc.Notification) {
 			cl := t.progress[id]
 			t.mu.Unlock()
 			if cl != nil {
-				cl.pushProgress(n.Params)
+				cl.prog.Push(n.Params)
 				return
 			}
 		}
@@ -673,7 +646,11 @@ func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
 
 // await waits for cl's outcome, delivering its progress.
 func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestOptions, h nethttp.Header, modern bool) (*jsonrpc.Response, error) {
-	resetOnProgress := opts.ResetTimeoutOnProgress && cl.progReady != nil
+	var progReady <-chan struct{} // nil (never ready) without progress
+	if cl.prog != nil {
+		progReady = cl.prog.Ready()
+	}
+	resetOnProgress := opts.ResetTimeoutOnProgress && cl.prog != nil
 	var totalDeadline time.Time
 	if resetOnProgress && opts.MaxTotalTimeout > 0 {
 		totalDeadline = time.Now().Add(opts.MaxTotalTimeout)
@@ -707,7 +684,7 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 	}
 	var progBuf []json.RawMessage
 	deliver := func() error {
-		progBuf = cl.takeProgress(progBuf)
+		progBuf = cl.prog.Take(progBuf)
 		for i, p := range progBuf {
 			progBuf[i] = nil
 			if err := callProgress(opts.OnProgress, p); err != nil {
@@ -719,13 +696,13 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 	for {
 		select {
 		case o := <-cl.result:
-			if cl.progReady != nil {
+			if cl.prog != nil {
 				if err := deliver(); err != nil {
 					return nil, err
 				}
 			}
 			return o.resp, o.err
-		case <-cl.progReady:
+		case <-progReady:
 			if err := deliver(); err != nil {
 				t.abort(cl, h, modern, "progress function failed: "+err.Error())
 				return nil, err

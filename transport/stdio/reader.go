@@ -262,7 +262,7 @@ func (c *Conn) handleNotification(n *jsonrpc.Notification) {
 			cl := c.progress[id]
 			c.mu.Unlock()
 			if cl != nil {
-				cl.pushProgress(n.Params)
+				cl.prog.Push(n.Params)
 				return
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/internal/jsoncodec"
+	"github.com/snodo/snodo/internal/progq"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -20,41 +21,9 @@ type call struct {
 	token jsonrpc.ID // progress token; zero without OnProgress
 	resp  chan *jsonrpc.Response
 
-	// Progress waiting for the caller, which takes it in batches. Every
-	// notification is kept while the bytes waiting stay within the
-	// connection's line limit; past it the oldest waiting one is dropped
-	// (MCP progress is cumulative: the newest says the most).
-	progMu      sync.Mutex
-	progQueue   []json.RawMessage
-	progBytes   int
-	progLimit   int
-	progDropped int64
-	progReady   chan struct{} // signalled when progQueue becomes non-empty
-}
-
-func (cl *call) pushProgress(params json.RawMessage) {
-	cl.progMu.Lock()
-	cl.progQueue = append(cl.progQueue, params)
-	cl.progBytes += len(params)
-	for cl.progBytes > cl.progLimit && len(cl.progQueue) > 1 {
-		cl.progBytes -= len(cl.progQueue[0])
-		cl.progQueue[0] = nil
-		cl.progQueue = cl.progQueue[1:]
-		cl.progDropped++
-	}
-	cl.progMu.Unlock()
-	select {
-	case cl.progReady <- struct{}{}:
-	default:
-	}
-}
-
-func (cl *call) takeProgress(dst []json.RawMessage) []json.RawMessage {
-	cl.progMu.Lock()
-	dst, cl.progQueue = cl.progQueue, dst[:0]
-	cl.progBytes = 0
-	cl.progMu.Unlock()
-	return dst
+	// prog holds progress waiting for the caller, which takes it in
+	// batches (internal/progq); nil without OnProgress.
+	prog *progq.Queue
 }
 
 // Request sends req and waits for its response, which it returns as it
@@ -97,8 +66,7 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 		}
 		if ok {
 			cl.token = tok
-			cl.progLimit = c.maxLine
-			cl.progReady = make(chan struct{}, 1)
+			cl.prog = progq.New(c.maxLine)
 		}
 	}
 	c.mu.Lock()
@@ -144,7 +112,7 @@ var callPool = sync.Pool{New: func() any { return &call{resp: make(chan *jsonrpc
 // up (a timeout, a context, a closed connection) may still be sent its
 // response, and is never recycled. Calls with progress are not either.
 func (cl *call) recycle() {
-	if cl.progReady != nil || len(cl.resp) != 0 {
+	if cl.prog != nil || len(cl.resp) != 0 {
 		return
 	}
 	*cl = call{resp: cl.resp}
@@ -167,7 +135,11 @@ func (c *Conn) newIDLocked() jsonrpc.ID {
 // baton, routing whatever arrives, until its own response comes, and then
 // hands the baton on.
 func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.RequestOptions) (*jsonrpc.Response, error) {
-	resetOnProgress := opts.ResetTimeoutOnProgress && cl.progReady != nil
+	var progReady <-chan struct{} // nil (never ready) without progress
+	if cl.prog != nil {
+		progReady = cl.prog.Ready()
+	}
+	resetOnProgress := opts.ResetTimeoutOnProgress && cl.prog != nil
 	var totalDeadline time.Time
 	if resetOnProgress && opts.MaxTotalTimeout > 0 {
 		totalDeadline = time.Now().Add(opts.MaxTotalTimeout)
@@ -241,7 +213,7 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 
 	var progBuf []json.RawMessage
 	deliver := func() error {
-		progBuf = cl.takeProgress(progBuf)
+		progBuf = cl.prog.Take(progBuf)
 		for i, p := range progBuf {
 			progBuf[i] = nil
 			if err := callProgress(opts.OnProgress, p); err != nil {
@@ -262,7 +234,7 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			select {
 			case resp := <-cl.resp:
 				drop(true)
-				if cl.progReady != nil {
+				if cl.prog != nil {
 					if err := deliver(); err != nil {
 						return nil, err
 					}
@@ -287,7 +259,7 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 				c.forget(cl)
 				drop(true)
 				return nil, timeout()
-			case len(cl.progReady) > 0:
+			case cl.prog != nil && cl.prog.Pending():
 				drop(true) // the background reader reads while it runs
 				continue
 			}
@@ -305,13 +277,13 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		}
 		select {
 		case resp := <-cl.resp:
-			if cl.progReady != nil {
+			if cl.prog != nil {
 				if err := deliver(); err != nil {
 					return nil, err
 				}
 			}
 			return resp, nil
-		case <-cl.progReady:
+		case <-progReady:
 			if err := deliver(); err != nil {
 				c.abort(cl, om, "progress function failed: "+err.Error())
 				return nil, err
