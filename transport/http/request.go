@@ -42,6 +42,10 @@ const (
 	defaultRetry = time.Second
 	// minRetry is the shortest wait, whatever the server says.
 	minRetry = 100 * time.Millisecond
+	// maxRetry is the longest: a server's retry field of days would
+	// otherwise park the GET stream, or a request's resumption until its
+	// timeout.
+	maxRetry = time.Minute
 )
 
 // cancelTimeout bounds the POST of a notifications/cancelled.
@@ -515,7 +519,7 @@ func retryDelay(d time.Duration) time.Duration {
 	if d == 0 {
 		return defaultRetry
 	}
-	return max(d, minRetry)
+	return min(max(d, minRetry), maxRetry)
 }
 
 // sleep waits d, or until ctx ends (false).

@@ -57,3 +57,18 @@ func TestSSEReaderBounds(t *testing.T) {
 		t.Errorf("after comments: %q %v", ev.data, err)
 	}
 }
+
+// The wait before reconnecting follows the server's retry field within
+// [minRetry, maxRetry]: a hostile value cannot park a stream for days.
+func TestRetryDelayBounds(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{0, defaultRetry},
+		{time.Millisecond, minRetry},
+		{500 * time.Millisecond, 500 * time.Millisecond},
+		{(1<<31 - 1) * time.Millisecond, maxRetry},
+	} {
+		if got := retryDelay(c.in); got != c.want {
+			t.Errorf("retryDelay(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
