@@ -52,3 +52,34 @@ func BenchmarkListToolsModern(b *testing.B) {
 		}
 	}
 }
+
+// cannedLegacy is canned for the legacy era: it answers initialize and
+// takes notifications.
+type cannedLegacy struct{ canned }
+
+func (c cannedLegacy) Request(ctx context.Context, req *jsonrpc.Request, o transport.RequestOptions) (*jsonrpc.Response, error) {
+	if req.Method == "initialize" {
+		return jsonrpc.NewResult(jsonrpc.Int64ID(1), json.RawMessage(initializeResult("2025-11-25"))), nil
+	}
+	return c.canned.Request(ctx, req, o)
+}
+
+func (cannedLegacy) Notify(context.Context, *jsonrpc.Notification, transport.NotifyOptions) error {
+	return nil
+}
+
+func BenchmarkCallToolLegacy(b *testing.B) {
+	c, err := snodo.Connect(context.Background(), cannedLegacy{canned{json.RawMessage(
+		`{"content":[{"type":"text","text":"the weather is fine"}],"structuredContent":{"t":21}}`)}},
+		snodo.WithEra(snodo.EraLegacy))
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := map[string]any{"city": "Paris"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.CallTool(context.Background(), "weather", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
