@@ -22,6 +22,10 @@ type Client struct {
 	cfg     *config
 	dialect dialect
 
+	// onServerRequest is c.serveRequest, made once: a method value
+	// built per call is an allocation.
+	onServerRequest transport.ServerRequestFunc
+
 	serverInfo   Implementation
 	capabilities ServerCapabilities
 	instructions string
@@ -93,6 +97,7 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 		cfg.maxRounds = defaultMaxRounds
 	}
 	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests), cache: newResultCache(cfg.cache)}
+	c.onServerRequest = c.serveRequest
 	c.life, c.endLife = context.WithCancelCause(context.Background())
 	c.subs.init()
 	if in, ok := t.(transport.Inbound); ok {
@@ -513,7 +518,7 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 			Extension:              c.extensionFor(method, d),
 			Headers:                headers,
 			OnResponseHeaders:      cc.onResponseHeaders,
-			OnServerRequest:        c.serveRequest,
+			OnServerRequest:        c.onServerRequest,
 			OnProgress:             onProgress,
 			ProgressToken:          tokenID,
 			ResetTimeoutOnProgress: cc.resetOnProgess,
