@@ -118,9 +118,30 @@ func (d modernDialect) metaMembers(dst []byte, logLevel LogLevel) []byte {
 }
 
 func appendMember(dst []byte, key string, value []byte) []byte {
-	dst = append(dst, mustMarshal(key)...)
+	if plainKey(key) {
+		dst = append(dst, '"')
+		dst = append(dst, key...)
+		dst = append(dst, '"')
+	} else {
+		dst = append(dst, mustMarshal(key)...)
+	}
 	dst = append(dst, ':')
 	return append(dst, value...)
+}
+
+// plainKey reports whether key encodes as itself between quotes with any
+// JSON encoder: letters, digits and the punctuation of MCP's _meta keys
+// ("io.modelcontextprotocol/...", "progressToken").
+func plainKey(key string) bool {
+	for i := 0; i < len(key); i++ {
+		switch b := key[i]; {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9',
+			b == '.', b == '/', b == '_', b == '-', b == ':':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func mustMarshal(v any) []byte {
@@ -192,39 +213,34 @@ func joinComma(s []string) string {
 // members), then the method's members from base (a JSON object or nil),
 // then the members in tail (already encoded, comma-joined).
 func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, tail []byte) ([]byte, error) {
-	var userMeta map[string]json.RawMessage
 	base = bytes.TrimSpace(base)
+	var userMeta map[string]json.RawMessage
 	if len(base) > 0 && bytes.Contains(base, []byte(`"_meta"`)) {
-		var members map[string]json.RawMessage
-		if err := unmarshal(base, &members); err != nil {
+		um, b, err := splitUserMeta(base)
+		if err != nil {
 			return nil, err
 		}
-		if m, ok := members["_meta"]; ok {
-			if err := unmarshal(m, &userMeta); err != nil {
-				return nil, err
-			}
-			delete(members, "_meta")
-			b, err := marshal(members)
-			if err != nil {
-				return nil, err
-			}
-			base = b
-		}
+		userMeta, base = um, b
 	}
 
-	meta := make([]byte, 0, 256)
-	meta = d.metaMembers(meta, cc.logLevel)
+	// One buffer: the _meta object is written in place and taken out
+	// again when it stays empty.
+	const metaOpen = `{"_meta":{`
+	out := make([]byte, 0, len(metaOpen)+256+len(progressToken)+len(cc.traceMeta)+len(base)+len(tail))
+	out = append(out, metaOpen...)
+	metaStart := len(out)
+	out = d.metaMembers(out, cc.logLevel)
 	if progressToken != nil {
-		if len(meta) > 0 {
-			meta = append(meta, ',')
+		if len(out) > metaStart {
+			out = append(out, ',')
 		}
-		meta = appendMember(meta, metaProgressToken, progressToken)
+		out = appendMember(out, metaProgressToken, progressToken)
 	}
 	if len(cc.traceMeta) > 0 {
-		if len(meta) > 0 {
-			meta = append(meta, ',')
+		if len(out) > metaStart {
+			out = append(out, ',')
 		}
-		meta = append(meta, cc.traceMeta...)
+		out = append(out, cc.traceMeta...)
 	}
 	if len(userMeta) > 0 {
 		for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
@@ -249,19 +265,16 @@ func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, t
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			if len(meta) > 0 {
-				meta = append(meta, ',')
+			if len(out) > metaStart {
+				out = append(out, ',')
 			}
-			meta = appendMember(meta, k, userMeta[k])
+			out = appendMember(out, k, userMeta[k])
 		}
 	}
-
-	out := make([]byte, 0, len(meta)+len(base)+len(tail)+16)
-	out = append(out, '{')
-	if len(meta) > 0 {
-		out = append(out, `"_meta":{`...)
-		out = append(out, meta...)
+	if len(out) > metaStart {
 		out = append(out, '}')
+	} else {
+		out = out[:1] // no _meta: just the opening brace
 	}
 	if inner := objectBody(base); len(inner) > 0 {
 		if len(out) > 1 {
@@ -277,6 +290,30 @@ func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, t
 	}
 	out = append(out, '}')
 	return out, nil
+}
+
+// splitUserMeta takes the caller's _meta members out of the params object
+// base: it returns them and base without them (base itself when it has no
+// _meta member).
+func splitUserMeta(base []byte) (map[string]json.RawMessage, []byte, error) {
+	var members map[string]json.RawMessage
+	if err := unmarshal(base, &members); err != nil {
+		return nil, nil, err
+	}
+	m, ok := members["_meta"]
+	if !ok {
+		return nil, base, nil
+	}
+	var userMeta map[string]json.RawMessage
+	if err := unmarshal(m, &userMeta); err != nil {
+		return nil, nil, err
+	}
+	delete(members, "_meta")
+	b, err := marshal(members)
+	if err != nil {
+		return nil, nil, err
+	}
+	return userMeta, b, nil
 }
 
 // objectBody returns the members of the JSON object obj, without braces.
