@@ -319,6 +319,14 @@ func isTaskResult(result json.RawMessage) bool {
 		}
 		rt = head.ResultType
 	}
+	rt = bytes.TrimSpace(rt)
+	if string(rt) == `"task"` {
+		return true
+	}
+	if bytes.IndexByte(rt, '\\') < 0 {
+		// Without an escape, no other spelling is "task".
+		return false
+	}
 	var s string
 	return len(rt) > 0 && unmarshal(rt, &s) == nil && s == "task"
 }
