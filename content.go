@@ -1,6 +1,11 @@
 package snodo
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/snodo/snodo/internal/jsoncodec"
+)
 
 // Content is one content block of a tool result, a prompt message or a
 // sampling message: text, image, audio, resource_link or resource
@@ -51,6 +56,14 @@ var contentKnown = []string{"type", "text", "data", "mimeType", "uri", "name", "
 
 // UnmarshalJSON implements json.Unmarshaler, keeping unknown members.
 func (c *Content) UnmarshalJSON(data []byte) error {
+	if decodeFlatContent(data, c) {
+		return nil
+	}
+	return decodeContentExact(data, c)
+}
+
+// decodeContentExact is Content's decoding by the codec, for every input.
+func decodeContentExact(data []byte, c *Content) error {
 	var f contentFields
 	if err := unmarshal(data, &f); err != nil {
 		return err
@@ -111,4 +124,105 @@ func (r ResourceContents) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return appendExtra(b, r.Extra)
+}
+
+// decodeFlatContent decodes data into c when it is a block whose members
+// are all known string members (type, text, data, mimeType, uri, name,
+// title, description) with plain values — no escape, no control
+// character, valid UTF-8 — the common text block, without a decoder
+// pass. A string is then its raw bytes, which every JSON decoder would
+// give too, sharing data's memory as jsoncodec.Unmarshal does. It reports
+// false, leaving c untouched, for anything else (other members, other
+// values, a key spelled differently, whitespace it does not expect is
+// fine but malformed input is not), which takes the exact path.
+func decodeFlatContent(data []byte, c *Content) bool {
+	var f Content
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipWS(data, i+1)
+	for {
+		key, next, ok := plainString(data, i)
+		if !ok {
+			return false
+		}
+		i = skipWS(data, next)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		value, next, ok := plainString(data, skipWS(data, i+1))
+		if !ok {
+			return false
+		}
+		var dst *string
+		switch string(key) {
+		case "type":
+			dst = &f.Type
+		case "text":
+			dst = &f.Text
+		case "data":
+			dst = &f.Data
+		case "mimeType":
+			dst = &f.MIMEType
+		case "uri":
+			dst = &f.URI
+		case "name":
+			dst = &f.Name
+		case "title":
+			dst = &f.Title
+		case "description":
+			dst = &f.Description
+		default:
+			return false
+		}
+		*dst = jsoncodec.String(value)
+		i = skipWS(data, next)
+		if i >= len(data) {
+			return false
+		}
+		if data[i] == '}' {
+			if skipWS(data, i+1) != len(data) {
+				return false
+			}
+			*c = f
+			return true
+		}
+		if data[i] != ',' {
+			return false
+		}
+		i = skipWS(data, i+1)
+	}
+}
+
+// plainString returns the contents of the JSON string at data[i:] and the
+// index past its closing quote, when it has no escape and no control
+// character and is valid UTF-8: then its contents are its value.
+func plainString(data []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(data) || data[i] != '"' {
+		return nil, 0, false
+	}
+	ascii := true
+	for j := i + 1; j < len(data); j++ {
+		switch b := data[j]; {
+		case b == '"':
+			s = data[i+1 : j]
+			if !ascii && !utf8.Valid(s) {
+				return nil, 0, false
+			}
+			return s, j + 1, true
+		case b == '\\' || b < 0x20:
+			return nil, 0, false
+		case b >= 0x80:
+			ascii = false
+		}
+	}
+	return nil, 0, false
+}
+
+func skipWS(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
 }

@@ -21,6 +21,10 @@ func Unmarshal(data []byte, v any) error {
 	return sonic.ConfigDefault.UnmarshalFromString(bytesToString(data), v)
 }
 
+// String returns a string sharing b's memory, as the strings Unmarshal
+// decodes do: b must not be modified afterwards.
+func String(b []byte) string { return bytesToString(b) }
+
 // bytesToString returns a string sharing b's memory.
 func bytesToString(b []byte) string {
 	if len(b) == 0 {
