@@ -83,3 +83,41 @@ func BenchmarkCallToolLegacy(b *testing.B) {
 		}
 	}
 }
+
+// inboundLegacy is cannedLegacy that hands the client's dispatch function
+// to the benchmark, to send server requests through it.
+type inboundLegacy struct {
+	cannedLegacy
+	dispatch *transport.DispatchFunc
+}
+
+func (t inboundLegacy) SetInbound(d transport.DispatchFunc, _ transport.NotificationFunc) {
+	*t.dispatch = d
+}
+
+// BenchmarkServerElicit is a server's elicitation/create answered by a Go
+// handler: admission, the handler's context, the handler, the check of its
+// answer and the reply, without a transport.
+func BenchmarkServerElicit(b *testing.B) {
+	var dispatch transport.DispatchFunc
+	c, err := snodo.Connect(context.Background(), inboundLegacy{cannedLegacy{canned{}}, &dispatch},
+		snodo.WithEra(snodo.EraLegacy),
+		snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"action":"accept","content":{"answer":"yes"}}`), nil
+		})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req := &jsonrpc.Request{ID: jsonrpc.Int64ID(7), Method: snodo.MethodElicit, Params: json.RawMessage(
+		`{"message":"Proceed?","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}}`)}
+	done := make(chan error, 1)
+	reply := func(_ json.RawMessage, err error) { done <- err }
+	b.ReportAllocs()
+	for b.Loop() {
+		dispatch(context.Background(), req, reply)
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}

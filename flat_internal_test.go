@@ -123,3 +123,61 @@ func FuzzFlatDecoders(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { checkFlat(t, raw) })
 }
+
+// exactElicitMode is elicitMode by the codec alone.
+func exactElicitMode(params []byte) string {
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	_ = unmarshal(params, &p)
+	if p.Mode == "" {
+		return ElicitForm
+	}
+	return p.Mode
+}
+
+var elicitModeSeeds = []string{
+	`{"message":"m","requestedSchema":{"type":"object","properties":{"mode":{"type":"string"}}}}`,
+	`{"mode":"url","url":"https://example.com","elicitationId":"e"}`,
+	`{"message":"m","mode":"form"}`,
+	`{"mode":null}`,
+	`{"Mode":"url"}`,
+	`{"MODE":"url","mode":"form"}`,
+	`{"mode":"form","Mode":"url"}`,
+	`{"mode":"u\u0072l"}`,
+	`{"mode":"url","mode":"form"}`,
+	`{"mode":"url","mode":null}`,
+	`{"mode":7}`,
+	`{"mode":"` + "\x01" + `"}`,
+	`{"mode":"é"}`,
+	`{"ｍode":"url"}`,
+	`{"mode":"url"`,
+	`[]`,
+	``,
+}
+
+func TestElicitModeMatchesCodec(t *testing.T) {
+	for _, s := range elicitModeSeeds {
+		if got, want := elicitMode([]byte(s)), exactElicitMode([]byte(s)); got != want {
+			t.Errorf("%q: elicitMode %q, the codec %q", s, got, want)
+		}
+	}
+	if got := elicitMode([]byte(`{"message":"m","mode":"url"}`)); got != ElicitURL {
+		t.Errorf("elicitMode = %q, want url", got)
+	}
+}
+
+func FuzzElicitMode(f *testing.F) {
+	for _, s := range elicitModeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		if !json.Valid(params) {
+			// The transports hand over params of a decoded message.
+			return
+		}
+		if got, want := elicitMode(params), exactElicitMode(params); got != want {
+			t.Fatalf("%q: elicitMode %q, the codec %q", params, got, want)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,15 +110,64 @@ func capabilityOf(method string, params json.RawMessage) string {
 }
 
 // elicitMode returns an elicitation request's mode; absent is form.
+//
+// The params (already decoded once as part of their message) are scanned
+// for a "mode" member with a plain string or null value; a key that matches
+// "mode" only without regard to case, a value with an escape or of another
+// type, or params the scanner cannot read are decoded by the codec, which
+// is what it gives for them.
 func elicitMode(params json.RawMessage) string {
-	var p struct {
-		Mode string `json:"mode"`
+	mode, exact := "", true
+	scanned := eachMember(params, func(key, value []byte) bool {
+		switch {
+		case string(key) == "mode":
+			switch {
+			case string(value) == "null":
+			case len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' && printableASCII(value[1:len(value)-1]):
+				mode = string(value[1 : len(value)-1])
+			default:
+				exact = false
+			}
+		case len(key) == len("mode") && bytes.EqualFold(key, []byte("mode")),
+			len(key) > len("mode") && !asciiOnly(key):
+			// Matched without regard to case (encoding/json's folding
+			// includes non-ASCII letters): the codec decides.
+			exact = false
+		}
+		return exact
+	})
+	if !scanned || !exact {
+		var p struct {
+			Mode string `json:"mode"`
+		}
+		_ = unmarshal(params, &p)
+		mode = p.Mode
 	}
-	_ = unmarshal(params, &p)
-	if p.Mode == "" {
+	if mode == "" {
 		return ElicitForm
 	}
-	return p.Mode
+	return mode
+}
+
+// printableASCII reports whether b has only printable ASCII bytes and no
+// quote or backslash: a JSON string's contents that are its value.
+func printableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiOnly reports whether b has only ASCII bytes.
+func asciiOnly(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // handlerFor returns the handler for an input or server request, or an
