@@ -22,6 +22,7 @@ type proxyHost struct {
 	mark     string
 	progress chan *mcp.ProgressNotificationParams
 	elicited chan string
+	updated  chan string
 }
 
 // hostEras are the host's protocol versions: the SDK's default speaks
@@ -32,7 +33,8 @@ var hostEras = map[string]string{"legacy": "2025-11-25", "modern": ""}
 func startProxyHost(t *testing.T, hostEra string, args ...string) *proxyHost {
 	t.Helper()
 	h := &proxyHost{t: t, mark: newMark(),
-		progress: make(chan *mcp.ProgressNotificationParams, 100), elicited: make(chan string, 10)}
+		progress: make(chan *mcp.ProgressNotificationParams, 100), elicited: make(chan string, 10),
+		updated: make(chan string, 100)}
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+h.mark)
@@ -40,6 +42,12 @@ func startProxyHost(t *testing.T, hostEra string, args ...string) *proxyHost {
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			h.elicited <- req.Params.Message
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Linus", "age": 7, "plan": "pro", "newsletter": true}}, nil
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case h.updated <- req.Params.URI:
+			default:
+			}
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			select {
@@ -294,6 +302,68 @@ func TestProxyHostCancelsForwardedCall(t *testing.T) {
 					}
 				}
 				t.Errorf("the cancelled call is not in the audit log")
+			})
+		}
+	}
+}
+
+// A host subscribes to demo://counter (resources/subscribe from a legacy
+// host, subscriptions/listen from a 2026-07-28 one, which the proxy opens
+// on the server in either server era): the server's update reaches the
+// host; after unsubscribing, the proxy goes on serving. The demo touches
+// demo://counter over and over (--churn), since the Go SDK's Subscribe
+// does not wait for the acknowledgement of its subscriptions/listen. A
+// legacy host's resources/subscribe is passed through, which a 2026-07-28
+// server does not have.
+func TestProxyCarriesResourceSubscriptions(t *testing.T) {
+	for _, hostEra := range []string{"legacy", "modern"} {
+		for _, serverEra := range eras {
+			if hostEra == "legacy" && serverEra == "modern" {
+				continue
+			}
+			t.Run("host "+hostEra+", server "+serverEra, func(t *testing.T) {
+				audit := filepath.Join(t.TempDir(), "audit.jsonl")
+				h := startProxyHost(t, hostEra, "proxy", "--audit", audit, "--", demo, "--era", serverEra, "--churn", "20ms")
+				defer func() {
+					if h != nil {
+						h.close()
+					}
+				}()
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				if err := h.session.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://counter"}); err != nil {
+					t.Fatalf("subscribe: %v", err)
+				}
+				select {
+				case uri := <-h.updated:
+					if uri != "demo://counter" {
+						t.Errorf("update for %q", uri)
+					}
+				case <-ctx.Done():
+					t.Fatalf("no resource update reached the host")
+				}
+				if err := h.session.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "demo://counter"}); err != nil {
+					t.Fatalf("unsubscribe: %v", err)
+				}
+				if r, err := h.call("echo", map[string]any{"text": "after"}); err != nil || resultText(r) != "after" {
+					t.Errorf("echo after unsubscribing: %v %+v", err, r)
+				}
+				h.close()
+				h = nil
+				if hostEra == "modern" {
+					found := false
+					for _, rec := range readAudit(t, audit) {
+						if rec["method"] == "subscriptions/listen" {
+							found = true
+							if rec["cancelled"] != true {
+								t.Errorf("the listen the host cancelled is audited as %v", rec)
+							}
+						}
+					}
+					if !found {
+						t.Errorf("subscriptions/listen is not in the audit log")
+					}
+				}
 			})
 		}
 	}

@@ -349,7 +349,7 @@ func (p *Proxy) onRequest(req *jsonrpc.Request) {
 		p.finish(hr, res, err)
 		return
 	}
-	if !forwarded[req.Method] {
+	if !forwarded[req.Method] && !(req.Method == "subscriptions/listen" && hr.modern) {
 		p.finish(hr, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not served by the Snodo proxy", req.Method)})
 		return
 	}
@@ -533,6 +533,9 @@ func (p *Proxy) serve(ctx context.Context, hr *hostRequest) (json.RawMessage, er
 			}
 		}
 	}
+	if method == "subscriptions/listen" {
+		return p.listen(ctx, hr)
+	}
 	params, token, level, state, responses := forwardParams(hr)
 	if hr.modern && multiRound[method] {
 		return p.serveExchange(ctx, hr, params, token, level, state, responses)
@@ -618,9 +621,17 @@ func (p *Proxy) progress(token json.RawMessage, pr snodo.Progress) {
 func (p *Proxy) OnLog(m snodo.LogMessage) { p.notify("notifications/message", m) }
 
 // OnNotification forwards the server's list changes and resource updates
-// to the host; give it to the client (runner.Config.OnNotification,
-// snodo.WithNotificationHook).
+// to a host that opened with initialize; give it to the client
+// (runner.Config.OnNotification, snodo.WithNotificationHook). A
+// 2026-07-28 host receives them only on the subscriptions it opened with
+// subscriptions/listen.
 func (p *Proxy) OnNotification(method string, params json.RawMessage) {
+	p.mu.Lock()
+	legacy := p.hostInit
+	p.mu.Unlock()
+	if !legacy {
+		return
+	}
 	switch method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
 		"notifications/resources/list_changed", "notifications/resources/updated":
