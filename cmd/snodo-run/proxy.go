@@ -86,7 +86,8 @@ func (a *app) proxyCmd() *cobra.Command {
 			s.runner.Native = native
 			if native[snodo.MethodElicit] == p {
 				// The host decides which modes it takes.
-				s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL))
+				s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL),
+					snodo.WithElicitationCompleteHook(p.OnElicitationComplete))
 			}
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
 			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {

@@ -23,6 +23,9 @@ type proxyHost struct {
 	progress chan *mcp.ProgressNotificationParams
 	elicited chan string
 	updated  chan string
+	// completed receives the elicitationId of each
+	// notifications/elicitation/complete.
+	completed chan string
 }
 
 // hostEras are the host's protocol versions: the SDK's default speaks
@@ -34,13 +37,24 @@ func startProxyHost(t *testing.T, hostEra string, args ...string) *proxyHost {
 	t.Helper()
 	h := &proxyHost{t: t, mark: newMark(),
 		progress: make(chan *mcp.ProgressNotificationParams, 100), elicited: make(chan string, 10),
-		updated: make(chan string, 100)}
+		updated: make(chan string, 100), completed: make(chan string, 10)}
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+h.mark)
 	client := mcp.NewClient(&mcp.Implementation{Name: "proxy-test-host", Version: "1.0.0"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			select {
+			case h.completed <- req.Params.ElicitationID:
+			default:
+			}
+		},
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			h.elicited <- req.Params.Message
+			if req.Params.Mode == "url" {
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Linus", "age": 7, "plan": "pro", "newsletter": true}}, nil
 		},
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
@@ -366,5 +380,46 @@ func TestProxyCarriesResourceSubscriptions(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A URL-mode elicitation of a legacy server reaches the host; when the
+// host opened with 2025-11-25, the server's
+// notifications/elicitation/complete for it follows. A 2026-07-28 host
+// has no such notification and gets none.
+func TestProxyCarriesURLElicitationComplete(t *testing.T) {
+	for _, hostEra := range []string{"legacy", "modern"} {
+		t.Run("host "+hostEra, func(t *testing.T) {
+			h := startProxyHost(t, hostEra, "proxy", "--", demo, "--era", "legacy")
+			r, err := h.call("connect", nil)
+			if err != nil || resultText(r) != "connected" {
+				t.Fatalf("connect: %v %+v", err, r)
+			}
+			if msg := <-h.elicited; !strings.Contains(msg, "Sign in") {
+				t.Errorf("the host was asked %q", msg)
+			}
+			if hostEra == "legacy" {
+				// The server sends the notification before its result, and
+				// the proxy writes it to the host on its way.
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				select {
+				case id := <-h.completed:
+					if id != "demo-login-42" {
+						t.Errorf("elicitation complete for %q", id)
+					}
+				case <-ctx.Done():
+					t.Errorf("notifications/elicitation/complete did not reach the host")
+				}
+			}
+			h.close()
+			if hostEra == "modern" {
+				select {
+				case id := <-h.completed:
+					t.Errorf("a 2026-07-28 host got notifications/elicitation/complete for %q", id)
+				default:
+				}
+			}
+		})
 	}
 }

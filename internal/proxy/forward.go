@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/snodo/snodo"
@@ -136,6 +137,9 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
+	if method == snodo.MethodElicit {
+		p.rememberURLElicitation(params)
+	}
 	p.writeMsg(&jsonrpc.Request{ID: id, Method: method, Params: params})
 	forget := func() {
 		p.mu.Lock()
@@ -158,4 +162,49 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 		forget()
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: method + ": the host closed the connection"}
 	}
+}
+
+// maxURLElicitations bounds the URL-mode elicitations remembered for their
+// completion notification; past it the oldest are forgotten.
+const maxURLElicitations = 256
+
+// rememberURLElicitation notes the elicitationId of a URL-mode
+// elicitation forwarded to a 2025-11-25 host, the only version with
+// notifications/elicitation/complete.
+func (p *Proxy) rememberURLElicitation(params json.RawMessage) {
+	r, err := snodo.ParseElicitRequest(params)
+	if err != nil || r.Mode != snodo.ElicitURL || r.ElicitationID == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hostVer != "2025-11-25" || slices.Contains(p.urlElicits, r.ElicitationID) {
+		return
+	}
+	if len(p.urlElicits) >= maxURLElicitations {
+		p.urlElicits = slices.Delete(p.urlElicits, 0, 1)
+	}
+	p.urlElicits = append(p.urlElicits, r.ElicitationID)
+}
+
+// OnElicitationComplete carries the server's
+// notifications/elicitation/complete to the host when the elicitation it
+// completes was forwarded to the host; give it to the client
+// (snodo.WithElicitationCompleteHook). Others are ignored, as MCP
+// requires of an unknown elicitationId.
+func (p *Proxy) OnElicitationComplete(elicitationID string) {
+	p.mu.Lock()
+	i := slices.Index(p.urlElicits, elicitationID)
+	if i >= 0 {
+		p.urlElicits = slices.Delete(p.urlElicits, i, i+1)
+	}
+	p.mu.Unlock()
+	if i < 0 {
+		return
+	}
+	// The hook runs in the client's reader, which must not wait for the
+	// host.
+	p.spawn(func() {
+		p.notify("notifications/elicitation/complete", map[string]string{"elicitationId": elicitationID})
+	})
 }

@@ -134,7 +134,10 @@ type Proxy struct {
 	hostInit  bool                 // the host opened with initialize
 	hostCaps  capabilities         // from initialize
 	hostVer   string
-	closed    bool // Serve is ending: no more goroutines
+	// urlElicits are the elicitationIds of the URL-mode elicitations
+	// forwarded to the host and not yet completed, oldest first.
+	urlElicits []string
+	closed     bool // Serve is ending: no more goroutines
 }
 
 // New returns a proxy that reads the host's messages from in and writes
