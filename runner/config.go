@@ -52,6 +52,12 @@ type Config struct {
 	// modules for the same method.
 	Native map[string]snodo.Handler
 
+	// WrapModule, when set, wraps the handler of each Wasm module of
+	// Handlers for a method (module is the module's name), such as to
+	// record what the modules answer; it must return a handler that calls
+	// h.
+	WrapModule func(method, module string, h snodo.Handler) snodo.Handler
+
 	// Progress is a Wasm module that consumes the progress notifications of
 	// calls made with progress; nil means none. Its "cancel" answer, or its
 	// failure, cancels the call on the server.

@@ -292,7 +292,11 @@ func (r *Runner) connect(ctx context.Context) error {
 		opts = append(opts, snodo.WithNotificationHook(r.cfg.OnNotification))
 	}
 	for method, m := range r.handlers {
-		opts = append(opts, snodo.WithHandler(method, r.roots.watch(method, r.recording(m.Name(), m))))
+		var h snodo.Handler = m
+		if r.cfg.WrapModule != nil {
+			h = r.cfg.WrapModule(method, m.Name(), h)
+		}
+		opts = append(opts, snodo.WithHandler(method, r.roots.watch(method, r.recording(m.Name(), h))))
 		if method == abi.MethodSamplingCreate && m.Manifest().SamplingTools && r.cfg.Native[method] == nil {
 			// The module answers sampling requests with tools.
 			opts = append(opts, snodo.WithSamplingTools())

@@ -90,6 +90,7 @@ func (a *app) proxyCmd() *cobra.Command {
 					snodo.WithElicitationCompleteHook(p.OnElicitationComplete))
 			}
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
+			s.runner.WrapModule = p.AuditModule
 			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
 				a.logger.Debug("proxy serving", "era", rt.Client().Era(), "version", rt.Client().ProtocolVersion(), "forwarded", forwardedMethods(native, p))
 				return p.Serve(ctx, rt.Client())

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -241,9 +242,14 @@ func TestProxyAnswersElicitationWithWasmModule(t *testing.T) {
 	for _, hostEra := range []string{"legacy", "modern"} {
 		for _, serverEra := range eras {
 			t.Run("host "+hostEra+", server "+serverEra, func(t *testing.T) {
+				audit := filepath.Join(t.TempDir(), "audit.jsonl")
 				h := startProxyHost(t, hostEra, "--handler", elicitWasm, "--handler-config", `{"values":{"name":"Grace","plan":"pro"}}`,
-					"proxy", "--", demo, "--era", serverEra)
-				defer h.close()
+					"proxy", "--audit", audit, "--", demo, "--era", serverEra)
+				defer func() {
+					if h != nil {
+						h.close()
+					}
+				}()
 				r, err := h.call("register", nil)
 				if err != nil {
 					t.Fatalf("register: %v", err)
@@ -255,6 +261,31 @@ func TestProxyAnswersElicitationWithWasmModule(t *testing.T) {
 				case msg := <-h.elicited:
 					t.Errorf("the host was asked %q, though a module answers elicitation", msg)
 				default:
+				}
+				h.close()
+				h = nil
+				// The module's answer is audited like a forwarded request,
+				// without its content.
+				raw, err := os.ReadFile(audit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(raw), "Grace") {
+					t.Errorf("the audit log holds the module's answer:\n%s", raw)
+				}
+				found := false
+				for _, rec := range readAudit(t, audit) {
+					if rec["method"] != "elicitation/create" {
+						continue
+					}
+					found = true
+					if rec["direction"] != "server-to-module" || rec["decision"] != "allow" || rec["errorCode"] != nil ||
+						!strings.Contains(fmt.Sprint(rec["module"]), "elicit") {
+						t.Errorf("the module's answer audited as %v", rec)
+					}
+				}
+				if !found {
+					t.Errorf("the elicitation the module answered is not in the audit log:\n%s", raw)
 				}
 			})
 		}

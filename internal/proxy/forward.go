@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -82,6 +83,32 @@ func (p *Proxy) HandleRequest(ctx context.Context, method string, params json.Ra
 	}
 	p.audit.write(rec, started)
 	return res, err
+}
+
+// AuditModule wraps the handler of a Wasm module that answers method, so
+// that each server request it answers is written to the audit log as
+// forwarded ones are: method, module, duration, the JSON-RPC error code
+// of a failure, and nothing of the request or answer. Give it to the
+// runner (runner.Config.WrapModule).
+func (p *Proxy) AuditModule(method, module string, h snodo.Handler) snodo.Handler {
+	return snodo.HandlerFunc(func(ctx context.Context, m string, params json.RawMessage) (json.RawMessage, error) {
+		started := time.Now()
+		res, err := h.HandleRequest(ctx, m, params)
+		rec := AuditRecord{Direction: DirServerToModule, Method: m, Module: module, Decision: DecisionAllow}
+		if err != nil {
+			var je *jsonrpc.Error
+			if errors.As(err, &je) && je.Code != 0 {
+				rec.ErrorCode = je.Code
+			} else {
+				rec.ErrorCode = jsonrpc.CodeInternalError
+			}
+			if ctx.Err() != nil {
+				rec.Cancelled = true
+			}
+		}
+		p.audit.write(rec, started)
+		return res, err
+	})
 }
 
 func (p *Proxy) route(ctx context.Context, method string, params json.RawMessage, rec *AuditRecord) (json.RawMessage, error) {

@@ -10,22 +10,28 @@ import (
 const (
 	DirHostToServer = "host-to-server"
 	DirServerToHost = "server-to-host"
-	DecisionAllow   = "allow"
-	DecisionDeny    = "deny"
+	// DirServerToModule: a server request a Wasm module answered.
+	DirServerToModule = "server-to-module"
+	DecisionAllow     = "allow"
+	DecisionDeny      = "deny"
 )
 
 // AuditRecord is one line of the audit log: a host request forwarded to
-// the server (or refused), or a server request forwarded to the host.
+// the server (or refused), a server request forwarded to the host, or a
+// server request a Wasm module answered.
 type AuditRecord struct {
 	Time       string  `json:"time"` // RFC 3339, UTC, when the request arrived
 	Direction  string  `json:"direction"`
 	Method     string  `json:"method"`
-	ID         string  `json:"id,omitempty"`   // the host's request ID
-	Tool       string  `json:"tool,omitempty"` // tools/call
-	Decision   string  `json:"decision"`       // allow or deny
+	ID         string  `json:"id,omitempty"`     // the host's request ID
+	Tool       string  `json:"tool,omitempty"`   // tools/call
+	Module     string  `json:"module,omitempty"` // the Wasm module that answered
+	Decision   string  `json:"decision"`         // allow or deny
 	DurationMS float64 `json:"durationMs"`
 	ErrorCode  int64   `json:"errorCode,omitempty"` // the JSON-RPC error answered, if any
-	Cancelled  bool    `json:"cancelled,omitempty"` // the host cancelled it
+	// Cancelled: the host cancelled its request, or the server its
+	// request while a module was answering it.
+	Cancelled bool `json:"cancelled,omitempty"`
 	// InputRequired: the response was an input_required result carrying
 	// the server's requests to a 2026-07-28 host.
 	InputRequired bool `json:"inputRequired,omitempty"`

@@ -151,3 +151,42 @@ func TestHostileHost(t *testing.T) {
 		t.Errorf("the denied call is not in the audit log:\n%s", audit.String())
 	}
 }
+
+// A server request a module answers is audited with the module's name and,
+// when the module fails, the error code; neither request nor answer is
+// written.
+func TestAuditModule(t *testing.T) {
+	var audit bytes.Buffer
+	p := New(Config{Audit: &audit}, strings.NewReader(""), &bytes.Buffer{})
+	ok := p.AuditModule(snodo.MethodElicit, "policy", snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"action":"accept","content":{"secret":"s3cr3t"}}`), nil
+	}))
+	bad := p.AuditModule(snodo.MethodCreateMessage, "sampler", snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no"}
+	}))
+	if _, err := ok.HandleRequest(context.Background(), snodo.MethodElicit, json.RawMessage(`{"message":"password?"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.HandleRequest(context.Background(), snodo.MethodCreateMessage, json.RawMessage(`{}`)); err == nil {
+		t.Fatal("the failing module's error was lost")
+	}
+	lines := strings.Split(strings.TrimSpace(audit.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("audit log:\n%s", audit.String())
+	}
+	var recs [2]AuditRecord
+	for i, l := range lines {
+		if err := json.Unmarshal([]byte(l), &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := recs[0]; r.Direction != DirServerToModule || r.Method != snodo.MethodElicit || r.Module != "policy" || r.Decision != DecisionAllow || r.ErrorCode != 0 {
+		t.Errorf("module answer audited as %+v", r)
+	}
+	if r := recs[1]; r.Module != "sampler" || r.ErrorCode != jsonrpc.CodeInvalidParams {
+		t.Errorf("module failure audited as %+v", r)
+	}
+	if strings.Contains(audit.String(), "s3cr3t") || strings.Contains(audit.String(), "password") {
+		t.Errorf("the audit log holds a payload:\n%s", audit.String())
+	}
+}
