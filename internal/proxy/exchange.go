@@ -37,11 +37,18 @@ package proxy
 // altered one names no exchange (nothing worse than a failed request).
 // It is valid for one retry at a time, on this connection only.
 //
-// A legacy server's request carries no link to the call it is part of.
-// When the host opened with initialize it goes to the host as a
-// server-to-client request; otherwise it goes to the oldest exchange in
-// progress (exactly right when one call is in flight, the usual case), and
-// with no exchange in progress it is answered -32601.
+// A legacy server's request over HTTP that comes on the stream of a call
+// relates to that call (MCP 2025-11-25): the HTTP transport gives its
+// handler the call's context values, so it reaches that call's exchange
+// as a 2026-07-28 server's input request does. Over stdio, or on the
+// standalone GET stream, a legacy server's request carries no link to the
+// call it is part of (MCP 2025-11-25 defines none: no relatedRequestId,
+// and a progress token in _meta is the server's to copy or not, which
+// the proxy does not trust to pick among the host's calls): when the host opened with initialize
+// it goes to the host as a server-to-client request; otherwise it goes to
+// the oldest exchange in progress (exactly right when one call is in
+// flight, the usual case), and with no exchange in progress it is
+// answered -32601.
 
 import (
 	"context"

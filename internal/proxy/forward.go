@@ -57,13 +57,15 @@ type exchangeKey struct{}
 // asks of the client to the host.
 //
 //   - A 2026-07-28 server's input request belongs to the call that got
-//     it; when that call serves a 2026-07-28 host request, the input goes
-//     to the host in an input_required result of that request.
+//     it, and so does a legacy server's request on the HTTP stream of a
+//     call; when that call serves a 2026-07-28 host request, the input
+//     goes to the host in an input_required result of that request.
 //   - Otherwise, a host that opened with initialize gets it as a
 //     server-to-client request.
-//   - Otherwise (a legacy server's request while only 2026-07-28 host
-//     requests are in flight), it goes to the oldest host request waiting
-//     for a multi round-trip capable call, as input of that request.
+//   - Otherwise (a legacy server's request over stdio, or on the HTTP GET
+//     stream, while only 2026-07-28 host requests are in flight), it goes
+//     to the oldest host request waiting for a multi round-trip capable
+//     call, as input of that request.
 //
 // A host that did not declare the capability, or no host request to carry
 // the input, is answered -32601 naming the missing handler.

@@ -218,7 +218,7 @@ func (t *Transport) listenLoop(sctx context.Context, ls *listenState, body []byt
 			}
 			t.notification(m)
 		case *jsonrpc.Request:
-			t.serverRequest(m, h, nil)
+			t.serverRequest(m, h, nil, nil)
 		}
 	}
 }

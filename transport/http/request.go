@@ -68,6 +68,10 @@ type call struct {
 	token  jsonrpc.ID // progress token; zero without OnProgress
 	result chan outcome
 	cancel context.CancelCauseFunc // closes the response stream
+	// values is the caller's context, for its values only: a server
+	// request on the call's stream relates to the call (MCP 2025-11-25),
+	// and its handler's context carries them.
+	values context.Context
 
 	hdrMu sync.Mutex
 	hdrs  []transport.Header // the response headers, lowercase names
@@ -139,7 +143,7 @@ func lower(s string) string {
 // of notifications/cancelled, in the 2026-07-28 era by closing its stream.
 func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	r := *req
-	cl := &call{method: r.Method, result: make(chan outcome, 1)}
+	cl := &call{method: r.Method, result: make(chan outcome, 1), values: ctx}
 	if opts.OnProgress != nil {
 		tok, ok := opts.ProgressToken, opts.ProgressToken.IsValid()
 		if !ok {
@@ -562,7 +566,7 @@ func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header, osr trans
 			}
 			t.routeResponse(m)
 		case *jsonrpc.Request:
-			t.serverRequest(m, h, osr)
+			t.serverRequest(m, h, osr, owner)
 		case *jsonrpc.Notification:
 			t.notification(m)
 		}

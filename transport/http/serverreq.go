@@ -17,8 +17,13 @@ const answerTimeout = cancelTimeout
 
 // serverRequest hands a request from the server (initialize era: on the
 // GET stream or a request's stream) to the dispatcher, and answers it with
-// a POST of the response. h are the headers of the stream it came on.
-func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, osr transport.ServerRequestFunc) {
+// a POST of the response. h are the headers of the stream it came on;
+// owner is the call whose stream it came on, or nil: the handler's
+// context then carries the values of that call's context, as a
+// 2026-07-28 input request's handler does, so that it can tell which call
+// the request relates to. It ends with the transport or the server's
+// cancellation, not with the call.
+func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, osr transport.ServerRequestFunc, owner *call) {
 	t.mu.Lock()
 	if t.err != nil {
 		t.mu.Unlock()
@@ -29,6 +34,9 @@ func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, osr tr
 		dispatch = admit.Serve(osr, t.gate)
 	}
 	ctx, cancel := context.WithCancel(t.life)
+	if owner != nil && owner.values != nil {
+		ctx = relatedContext{ctx, owner.values}
+	}
 	if _, dup := t.serverReqs[req.ID]; !dup {
 		t.serverReqs[req.ID] = cancel
 	}
@@ -92,4 +100,19 @@ func encodeAnswer(id jsonrpc.ID, result json.RawMessage, err error) []byte {
 		body, _ = jsonrpc.Encode(jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "invalid answer: " + eerr.Error()}))
 	}
 	return body
+}
+
+// relatedContext is a server request's context that also carries the
+// values of the call it relates to; the request's own context's values
+// (its cancellation among them) come first.
+type relatedContext struct {
+	context.Context
+	call context.Context
+}
+
+func (c relatedContext) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.call.Value(key)
 }

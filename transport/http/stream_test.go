@@ -377,3 +377,67 @@ func TestResponseOnAnotherStream(t *testing.T) {
 		t.Fatal("the POST's stream was left open")
 	}
 }
+
+type callKey struct{}
+
+// A server request on a call's stream relates to that call (MCP
+// 2025-11-25): its handler's context carries the call's context values,
+// while the handler of one on the GET stream carries none.
+func TestServerRequestOnCallStreamCarriesCallValues(t *testing.T) {
+	answers := make(chan *jsonrpc.Response, 2)
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		switch m := rec.Msg.(type) {
+		case nil:
+			if r.Method != nethttp.MethodGet {
+				w.WriteHeader(405)
+				return
+			}
+			send := sse(w)
+			send("id: g1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"srv-get\",\"method\":\"roots/list\",\"params\":{}}\n\n")
+			<-r.Context().Done()
+		case *jsonrpc.Notification:
+			w.WriteHeader(202)
+		case *jsonrpc.Response:
+			answers <- m
+			w.WriteHeader(202)
+		case *jsonrpc.Request:
+			send := sse(w)
+			send("data: {\"jsonrpc\":\"2.0\",\"id\":\"srv-%s\",\"method\":\"elicitation/create\",\"params\":{}}\n\n", m.ID)
+			var resp *jsonrpc.Response
+			for resp = range answers {
+				if resp.ID == jsonrpc.StringID("srv-"+m.ID.String()) {
+					break
+				}
+			}
+			send("data: %s\n\n", result(m.ID, string(resp.Result)))
+		}
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL, OnServerRequest: func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		v, _ := ctx.Value(callKey{}).(string)
+		return json.Marshal(map[string]string{"call": v})
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"first", "second"} {
+		cctx := context.WithValue(ctx, callKey{}, name)
+		resp, err := tr.Request(cctx, &jsonrpc.Request{Method: "tools/call"}, transport.RequestOptions{Dialect: legacyHeaders, Headers: session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`{"call":%q}`, name); string(resp.Result) != want {
+			t.Errorf("the request on the %s call's stream was answered with %s, want %s", name, resp.Result, want)
+		}
+	}
+	if err := tr.Notify(ctx, &jsonrpc.Notification{Method: "notifications/initialized", Params: json.RawMessage(`{}`)},
+		transport.NotifyOptions{Dialect: legacyHeaders, Headers: session}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-answers:
+		if a.ID != jsonrpc.StringID("srv-get") || string(a.Result) != `{"call":""}` {
+			t.Errorf("the GET stream's request was answered %v %s", a.ID, a.Result)
+		}
+	case <-ctx.Done():
+		t.Fatal("no answer to the GET stream's request")
+	}
+}
