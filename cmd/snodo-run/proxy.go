@@ -27,12 +27,20 @@ on the host connection to a host that opened with initialize, as the input
 requests of an input_required result to a 2026-07-28 host (the forwarded
 call stays open on the server until the host retries, or until
 --resume-timeout). A host that did not declare the capability gets -32601
-naming the missing handler.
+naming the missing handler. A legacy server's
+notifications/elicitation/complete reaches a 2025-11-25 host that was asked
+the URL-mode elicitation.
+
+A 2026-07-28 host's subscriptions/listen opens the subscription on the
+server (in either era) and carries its events with the host's
+subscription ID; list changes outside a subscription go to an initialize
+host only.
 
 The guard applies: a tools/call of a tool --allow-tool/--deny-tool refuse
 is answered with a JSON-RPC error (-32602), and such tools are left out of
-tools/list. --audit FILE appends one JSON line per request: time,
-direction, method, tool, decision (allow or deny), durationMs, errorCode.
+tools/list. --audit FILE appends one JSON line per request, including
+the server requests a --handler module answers: time, direction, method,
+tool, module, decision (allow or deny), durationMs, errorCode.
 
 The proxy runs until its stdin ends (the host closed it), then shuts the
 server down in order. Nothing but MCP messages is written to stdout; logs

@@ -11,7 +11,8 @@
 //
 // The proxy applies a tool guard (a denied tools/call is answered with a
 // JSON-RPC error, denied tools are left out of tools/list) and writes an
-// audit log of JSON lines.
+// audit log of JSON lines. A 2026-07-28 host's subscriptions/listen is
+// served with a subscription on the server (see listen.go).
 //
 // What the server asks of the client (elicitation/create,
 // sampling/createMessage, roots/list) is answered by the client's
