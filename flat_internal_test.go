@@ -3,6 +3,7 @@ package snodo
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -180,4 +181,16 @@ func FuzzElicitMode(f *testing.F) {
 			t.Fatalf("%q: elicitMode %q, the codec %q", params, got, want)
 		}
 	})
+}
+
+// An 8 MiB text result: above maxFlatResult it takes the codec's path,
+// whose scan is faster than the fast decoder's over that many bytes.
+func BenchmarkDecodeToolResult8MiB(b *testing.B) {
+	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("abcdefgh", 1<<20) + `"}]}`)
+	b.SetBytes(int64(len(big)))
+	for b.Loop() {
+		if _, err := decodeToolResult(big); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

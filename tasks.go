@@ -728,8 +728,10 @@ func isLegacyTaskAnswer(raw json.RawMessage) bool {
 }
 
 func decodeToolResult(raw json.RawMessage) (*CallToolResult, error) {
-	if res := decodeFlatToolResult(raw); res != nil {
-		return res, nil
+	if len(raw) <= maxFlatResult {
+		if res := decodeFlatToolResult(raw); res != nil {
+			return res, nil
+		}
 	}
 	var res CallToolResult
 	if err := unmarshal(raw, &res); err != nil {
@@ -737,6 +739,11 @@ func decodeToolResult(raw json.RawMessage) (*CallToolResult, error) {
 	}
 	return &res, nil
 }
+
+// maxFlatResult bounds the results decodeFlatToolResult scans: it saves a
+// decoder pass on small results, but its byte-by-byte scan is slower than
+// the codec's over a large one.
+const maxFlatResult = 64 << 10
 
 // maxFlatRaw bounds the structuredContent and _meta values that
 // decodeFlatToolResult validates itself; longer ones take the exact path.
