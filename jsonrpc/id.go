@@ -74,6 +74,17 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ParseID returns the id in raw (the JSON of an id member, such as a
+// request's id or a progress token) and true, or false when raw is empty,
+// null, or not a string or an integer.
+func ParseID(raw []byte) (ID, bool) {
+	id, err := parseID(raw)
+	if err != nil || !id.IsValid() {
+		return ID{}, false
+	}
+	return id, true
+}
+
 var errBadID = errors.New("jsonrpc: id must be a string or an integer")
 
 // parseID decodes the raw JSON of an id member.

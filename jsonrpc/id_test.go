@@ -91,3 +91,16 @@ func TestIDStringEscaping(t *testing.T) {
 		t.Fatalf("encoded %s decodes to %q, %v", b, s, err)
 	}
 }
+
+func TestParseID(t *testing.T) {
+	for raw, want := range map[string]string{`7`: "7", `"a"`: "a", ` "b" `: "b"} {
+		if id, ok := ParseID([]byte(raw)); !ok || id.String() != want {
+			t.Errorf("ParseID(%s) = %v, %v", raw, id, ok)
+		}
+	}
+	for _, raw := range []string{``, `null`, `1.5`, `{}`, `[1]`, `true`} {
+		if id, ok := ParseID([]byte(raw)); ok {
+			t.Errorf("ParseID(%q) = %v, true; want false", raw, id)
+		}
+	}
+}

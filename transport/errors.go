@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -46,4 +47,18 @@ func MaxTotalTimeoutError(maxTotal time.Duration) *jsonrpc.Error {
 		Data:    fmt.Appendf(nil, `{"maxTotalTimeout":%d}`, maxTotal.Milliseconds()),
 		Cause:   ErrMaxTotalTimeout,
 	}
+}
+
+// ContextError returns the error of a request given up because ctx ended:
+// -32001 for a deadline, -32603 for a cancellation, kind transport,
+// wrapping ctx's error and its cause.
+func ContextError(ctx context.Context) *jsonrpc.Error {
+	cause := ctx.Err()
+	if c := context.Cause(ctx); c != nil && c != cause {
+		cause = fmt.Errorf("%w: %w", cause, c)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeRequestTimeout, Message: "request abandoned: context deadline exceeded", Cause: cause}
+	}
+	return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInternalError, Message: "request abandoned: context canceled", Cause: cause}
 }

@@ -11,7 +11,11 @@ package progq
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
 )
 
 // Queue is one request's waiting progress. The zero value is not usable:
@@ -73,4 +77,15 @@ func (q *Queue) Dropped() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.dropped
+}
+
+// Call runs a request's progress function on params, turning a panic into
+// a -32603 error of kind handler.
+func Call(fn transport.ProgressFunc, params json.RawMessage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("progress function panicked: %v", r)}
+		}
+	}()
+	return fn(params)
 }

@@ -123,7 +123,7 @@ func (t *Transport) Listen(ctx context.Context, req *jsonrpc.Request, opts trans
 		return nil, nil, transport.TimeoutError(opts.Timeout)
 	case <-ctx.Done():
 		ls.sub.Close()
-		return nil, nil, contextError(ctx)
+		return nil, nil, transport.ContextError(ctx)
 	case <-t.done:
 		err := t.Err()
 		ls.sub.Finish(err)
@@ -247,7 +247,7 @@ func (ls *listenState) notification(n *jsonrpc.Notification) bool {
 			RequestID json.RawMessage `json:"requestId"`
 		}
 		_ = jsoncodec.Unmarshal(n.Params, &p)
-		if id, ok := parseID(p.RequestID); ok && id == ls.id {
+		if id, ok := jsonrpc.ParseID(p.RequestID); ok && id == ls.id {
 			ls.mu.Lock()
 			ls.settleLocked(listenResult{err: transport.ConnectionError("the server cancelled the subscription before acknowledging it", nil)})
 			ls.mu.Unlock()

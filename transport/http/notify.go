@@ -91,7 +91,7 @@ func (t *Transport) exchangeError(ctx context.Context, timeout time.Duration, ms
 		if timeout > 0 && ctx.Err() == context.DeadlineExceeded {
 			return transport.TimeoutError(timeout)
 		}
-		return contextError(ctx)
+		return transport.ContextError(ctx)
 	}
 	return t.connError(ctx, msg, err)
 }

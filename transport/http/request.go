@@ -597,7 +597,7 @@ func (t *Transport) notification(n *jsonrpc.Notification) {
 	}
 	switch n.Method {
 	case methodProgress:
-		if id, ok := parseID(rt.ProgressToken); ok {
+		if id, ok := jsonrpc.ParseID(rt.ProgressToken); ok {
 			t.mu.Lock()
 			cl := t.progress[id]
 			t.mu.Unlock()
@@ -607,7 +607,7 @@ func (t *Transport) notification(n *jsonrpc.Notification) {
 			}
 		}
 	case methodCancelled:
-		if id, ok := parseID(rt.RequestID); ok {
+		if id, ok := jsonrpc.ParseID(rt.RequestID); ok {
 			t.mu.Lock()
 			cancel := t.serverReqs[id]
 			t.mu.Unlock()
@@ -638,18 +638,7 @@ func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
 	if jsoncodec.Unmarshal(params, &p) != nil || p.Meta == nil {
 		return jsonrpc.ID{}, false
 	}
-	return parseID(p.Meta.ProgressToken)
-}
-
-func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
-	if len(raw) == 0 {
-		return jsonrpc.ID{}, false
-	}
-	var id jsonrpc.ID
-	if err := id.UnmarshalJSON(raw); err != nil || !id.IsValid() {
-		return jsonrpc.ID{}, false
-	}
-	return id, true
+	return jsonrpc.ParseID(p.Meta.ProgressToken)
 }
 
 // await waits for cl's outcome, delivering its progress.
@@ -695,7 +684,7 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 		progBuf = cl.prog.Take(progBuf)
 		for i, p := range progBuf {
 			progBuf[i] = nil
-			if err := callProgress(opts.OnProgress, p); err != nil {
+			if err := progq.Call(opts.OnProgress, p); err != nil {
 				return err
 			}
 		}
@@ -728,7 +717,7 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 			t.abort(cl, h, modern, err.Message)
 			return nil, err
 		case <-ctx.Done():
-			err := contextError(ctx)
+			err := transport.ContextError(ctx)
 			t.abort(cl, h, modern, err.Message)
 			return nil, err
 		case <-t.done:
@@ -774,26 +763,4 @@ func (t *Transport) abort(cl *call, h nethttp.Header, modern bool, reason string
 func drain(resp *nethttp.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
-}
-
-// callProgress runs fn, turning a panic into an error.
-func callProgress(fn transport.ProgressFunc, params json.RawMessage) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("progress function panicked: %v", r)}
-		}
-	}()
-	return fn(params)
-}
-
-// contextError is the error of a request whose ctx ended.
-func contextError(ctx context.Context) *jsonrpc.Error {
-	cause := ctx.Err()
-	if c := context.Cause(ctx); c != nil && c != cause {
-		cause = fmt.Errorf("%w: %w", cause, c)
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeRequestTimeout, Message: "request abandoned: context deadline exceeded", Cause: cause}
-	}
-	return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInternalError, Message: "request abandoned: context canceled", Cause: cause}
 }

@@ -167,7 +167,7 @@ func (c *Conn) Listen(ctx context.Context, req *jsonrpc.Request, opts transport.
 		return nil, nil, transport.TimeoutError(opts.Timeout)
 	case <-ctx.Done():
 		ls.sub.Close()
-		return nil, nil, contextError(ctx)
+		return nil, nil, transport.ContextError(ctx)
 	case <-c.done:
 		ls.sub.Finish(c.Err())
 		return nil, nil, c.Err()

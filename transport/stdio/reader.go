@@ -257,7 +257,7 @@ func (c *Conn) handleNotification(n *jsonrpc.Notification) {
 	}
 	switch n.Method {
 	case methodProgress:
-		if id, ok := parseID(rt.ProgressToken); ok {
+		if id, ok := jsonrpc.ParseID(rt.ProgressToken); ok {
 			c.mu.Lock()
 			cl := c.progress[id]
 			c.mu.Unlock()
@@ -267,12 +267,12 @@ func (c *Conn) handleNotification(n *jsonrpc.Notification) {
 			}
 		}
 	case methodCancelled:
-		if id, ok := parseID(rt.RequestID); ok && c.cancelledByServer(id) {
+		if id, ok := jsonrpc.ParseID(rt.RequestID); ok && c.cancelledByServer(id) {
 			return
 		}
 	}
 	if rt.Meta != nil {
-		if id, ok := parseID(rt.Meta.SubscriptionID); ok {
+		if id, ok := jsonrpc.ParseID(rt.Meta.SubscriptionID); ok {
 			c.mu.Lock()
 			ls := c.listens[id]
 			c.mu.Unlock()
@@ -309,16 +309,4 @@ func (c *Conn) cancelledByServer(id jsonrpc.ID) bool {
 		ls.endByServer()
 	}
 	return sr != nil || ls != nil
-}
-
-// parseID parses a raw JSON string or integer as an ID.
-func parseID(raw json.RawMessage) (jsonrpc.ID, bool) {
-	if len(raw) == 0 {
-		return jsonrpc.ID{}, false
-	}
-	var id jsonrpc.ID
-	if err := id.UnmarshalJSON(raw); err != nil || !id.IsValid() {
-		return jsonrpc.ID{}, false
-	}
-	return id, true
 }

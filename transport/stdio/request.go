@@ -3,7 +3,6 @@ package stdio
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -216,7 +215,7 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		progBuf = cl.prog.Take(progBuf)
 		for i, p := range progBuf {
 			progBuf[i] = nil
-			if err := callProgress(opts.OnProgress, p); err != nil {
+			if err := progq.Call(opts.OnProgress, p); err != nil {
 				return err
 			}
 		}
@@ -252,7 +251,7 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			case ctx.Err() != nil:
 				c.forget(cl)
 				drop(true)
-				err := contextError(ctx)
+				err := transport.ContextError(ctx)
 				c.abort(cl, om, err.Message)
 				return nil, err
 			case !deadline.IsZero() && !time.Now().Before(deadline):
@@ -294,7 +293,7 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		case <-timerC:
 			return nil, timeout()
 		case <-ctx.Done():
-			err := contextError(ctx)
+			err := transport.ContextError(ctx)
 			c.abort(cl, om, err.Message)
 			return nil, err
 		case <-c.done:
@@ -346,29 +345,6 @@ func (c *Conn) forgetLocked(cl *call) {
 	}
 }
 
-// callProgress runs fn, turning a panic into an error.
-func callProgress(fn transport.ProgressFunc, params json.RawMessage) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("progress function panicked: %v", r)}
-		}
-	}()
-	return fn(params)
-}
-
-// contextError is the error of a request whose ctx ended: it wraps ctx's
-// error and its cause.
-func contextError(ctx context.Context) *jsonrpc.Error {
-	cause := ctx.Err()
-	if c := context.Cause(ctx); c != nil && c != cause {
-		cause = fmt.Errorf("%w: %w", cause, c)
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeRequestTimeout, Message: "request abandoned: context deadline exceeded", Cause: cause}
-	}
-	return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInternalError, Message: "request abandoned: context canceled", Cause: cause}
-}
-
 // progressToken returns params._meta.progressToken.
 func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
 	if len(params) == 0 {
@@ -382,7 +358,7 @@ func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
 	if jsoncodec.Unmarshal(params, &p) != nil || p.Meta == nil {
 		return jsonrpc.ID{}, false
 	}
-	return parseID(p.Meta.ProgressToken)
+	return jsonrpc.ParseID(p.Meta.ProgressToken)
 }
 
 // Notify writes a notification and returns once the line has been written
@@ -409,7 +385,7 @@ func (c *Conn) Notify(ctx context.Context, n *jsonrpc.Notification, opts transpo
 		return transport.TimeoutError(opts.Timeout)
 	case <-ctx.Done():
 		om.abandon()
-		return contextError(ctx)
+		return transport.ContextError(ctx)
 	case <-c.done:
 		select {
 		case err := <-om.written:
