@@ -115,7 +115,9 @@ func BenchmarkServerElicit(b *testing.B) {
 	reply := func(_ json.RawMessage, err error) { done <- err }
 	b.ReportAllocs()
 	for b.Loop() {
-		dispatch(context.Background(), req, reply)
+		if work := dispatch(context.Background(), req, reply); work != nil {
+			work()
+		}
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}

@@ -222,7 +222,9 @@ func (f *fake) serverRequest(ctx context.Context, id int64, method, params strin
 		err error
 	}
 	answered := make(chan answer, 2)
-	on(ctx, req, func(res json.RawMessage, err error) { answered <- answer{res, err} })
+	if work := on(ctx, req, func(res json.RawMessage, err error) { answered <- answer{res, err} }); work != nil {
+		go work()
+	}
 	a := <-answered
 	res, err := a.res, a.err
 	var resp *jsonrpc.Response

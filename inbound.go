@@ -17,15 +17,15 @@ import (
 
 // dispatch is the transport.DispatchFunc the client installs on a
 // connection-long transport (stdio): it runs in the transport's reader, so
-// it answers at once (ping, no handler, over the limit) or hands the
-// admitted request to a goroutine of its own.
-func (c *Client) dispatch(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) {
+// it answers at once (ping, no handler, over the limit) or returns the
+// work of the admitted request, which the transport runs.
+func (c *Client) dispatch(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
 	h, res, err := c.admit(req)
 	if h == nil {
 		reply(res, err)
-		return
+		return nil
 	}
-	go func() { reply(c.runAdmitted(ctx, h, req)) }()
+	return func() { reply(c.runAdmitted(ctx, h, req)) }
 }
 
 // serveRequest answers a server request in the caller's goroutine, for a

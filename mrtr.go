@@ -262,32 +262,36 @@ func (c *Client) answerInputs(ctx context.Context, method string, requests map[s
 		next atomic.Int64
 		wg   sync.WaitGroup
 	)
-	for range min(len(keys), c.gate.Limit()) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(keys) || ctx.Err() != nil {
-					return
-				}
-				if err := c.gate.Acquire(ctx); err != nil {
-					return
-				}
-				if ctx.Err() != nil {
-					// Both were ready: the round has ended.
-					c.gate.Release()
-					return
-				}
-				r := requests[keys[i]]
-				res, err := runHandler(ctx, handlers[i], r.Method, r.Params)
-				c.gate.Release()
-				if err != nil {
-					cancel(handlerError(err, "%s: input request %q (%s) failed", method, keys[i], r.Method))
-					return
-				}
-				results[i] = res
+	// The workers take the requests in turn; the caller is one of them, so
+	// that a round of one request starts and wakes no goroutine.
+	worker := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(keys) || ctx.Err() != nil {
+				return
 			}
-		})
+			if err := c.gate.Acquire(ctx); err != nil {
+				return
+			}
+			if ctx.Err() != nil {
+				// Both were ready: the round has ended.
+				c.gate.Release()
+				return
+			}
+			r := requests[keys[i]]
+			res, err := runHandler(ctx, handlers[i], r.Method, r.Params)
+			c.gate.Release()
+			if err != nil {
+				cancel(handlerError(err, "%s: input request %q (%s) failed", method, keys[i], r.Method))
+				return
+			}
+			results[i] = res
+		}
 	}
+	for range min(len(keys), c.gate.Limit()) - 1 {
+		wg.Go(worker)
+	}
+	worker()
 	wg.Wait()
 	if cause := context.Cause(ctx); cause != nil {
 		return nil, callEndError(ctx, cause)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -274,5 +276,27 @@ func TestMRTRFieldsNeverLeakIntoOtherRequests(t *testing.T) {
 		if fc.param("inputResponses") != nil || fc.param("requestState") != nil {
 			t.Errorf("%s %s carries MRTR fields: %s", fc.Req.Method, name, fc.Req.Params)
 		}
+	}
+}
+
+// A round of one input request runs its handler in the caller's goroutine:
+// no goroutine is started or woken for it.
+func TestMRTRSingleInputRequestRunsInTheCaller(t *testing.T) {
+	inCaller := make(chan bool, 1)
+	c, _ := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
+		if fc.param("inputResponses") == nil {
+			return result(fc, `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":`+elicitParams+`}}}`)
+		}
+		return result(fc, `{"resultType":"complete","content":[{"type":"text","text":"hello"}]}`)
+	}, snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		buf := make([]byte, 64<<10)
+		inCaller <- strings.Contains(string(buf[:runtime.Stack(buf, false)]), "snodo.(*Client).CallTool")
+		return nameHandler(ctx, method, params)
+	})))
+	if _, err := c.CallTool(context.Background(), "greet", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !<-inCaller {
+		t.Fatal("the handler of a round's only input request ran in another goroutine")
 	}
 }

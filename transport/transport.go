@@ -94,14 +94,20 @@ type Inbound interface {
 }
 
 // DispatchFunc receives a request the server sends to the client. It runs
-// in the transport's reader and must not block: it answers at once or
-// hands the request to a goroutine of its own. It must call reply exactly
-// once.
+// in the transport's reader and must not block. Either it answers at once,
+// calling reply, and returns nil; or it returns the work that answers the
+// request, which must call reply exactly once. The transport runs the work
+// in a goroutine of its own, or in the goroutine that read the request
+// after handing reading on to another: stdio does so when the reader is a
+// caller waiting for its response and no other call is in flight, which
+// saves starting and waking a goroutine per server request.
 //
 // ctx ends when the server cancels the request (notifications/cancelled)
 // or the connection stops; a reply after that is not sent (MCP: the
-// receiver of a cancellation does not respond).
-type DispatchFunc func(ctx context.Context, req *jsonrpc.Request, reply ReplyFunc)
+// receiver of a cancellation does not respond). Work run by a caller also
+// sees that call's deadline and the end of its context in ctx (the caller
+// cannot return before the work does); its reply is still sent.
+type DispatchFunc func(ctx context.Context, req *jsonrpc.Request, reply ReplyFunc) (work func())
 
 // ReplyFunc answers one server request: the result to send back, or an
 // error. A *jsonrpc.Error is sent with its code, message and data; any

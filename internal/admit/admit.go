@@ -70,24 +70,25 @@ func (g *Gate) OverLimit() *jsonrpc.Error {
 }
 
 // Serve returns the dispatcher of a transport used without the client: fn
-// answers each request in its own goroutine, under g; a request over the
-// limit is answered -32603 without running fn, and a panic in fn is
-// answered -32603. A nil fn answers -32601 to every request.
+// answers each admitted request in the work it returns, under g; a request
+// over the limit is answered -32603 without running fn, and a panic in fn
+// is answered -32603. A nil fn answers -32601 to every request.
 func Serve(fn transport.ServerRequestFunc, g *Gate) transport.DispatchFunc {
 	if fn == nil {
-		return func(_ context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) {
+		return func(_ context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
 			reply(nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + req.Method})
+			return nil
 		}
 	}
-	return func(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) {
+	return func(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
 		if !g.TryAcquire() {
 			reply(nil, g.OverLimit())
-			return
+			return nil
 		}
-		go func() {
+		return func() {
 			defer g.Release()
 			reply(Recover(req.Method, func() (json.RawMessage, error) { return fn(ctx, req) }))
-		}()
+		}
 	}
 }
 

@@ -44,7 +44,7 @@ func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, osr tr
 
 	bh := baseHeaders(h)
 	var replied atomic.Bool
-	dispatch(ctx, req, func(result json.RawMessage, err error) {
+	work := dispatch(ctx, req, func(result json.RawMessage, err error) {
 		if !replied.CompareAndSwap(false, true) {
 			return
 		}
@@ -76,6 +76,9 @@ func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, osr tr
 			send()
 		}
 	})
+	if work != nil {
+		go work()
+	}
 }
 
 // encodeAnswer encodes the response to a server request: an error that is

@@ -24,6 +24,13 @@ func holdingConn(t *testing.T, cfg stdio.Config) *stdio.Conn {
 	c := connect(t, cfg)
 	stdio.SetWatchDelay(c, time.Hour)
 	call(t, c, "echo", map[string]any{}, transport.RequestOptions{})
+	// The background reader lets the baton go just after routing the
+	// response, possibly after call has returned.
+	for deadline := time.Now().Add(10 * time.Second); !stdio.BatonFree(c); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the background reader kept the baton")
+		}
+	}
 	return c
 }
 

@@ -10,3 +10,7 @@ func QueuedBytes(c *Conn) int { return c.out.queued() }
 // reader takes it: with a long delay, after a response has been routed,
 // the next caller is sure to read stdout itself.
 func SetWatchDelay(c *Conn, d time.Duration) { c.watchDelay.Store(int64(d)) }
+
+// BatonFree reports whether the baton is free: the next caller to wait for
+// a response takes it.
+func BatonFree(c *Conn) bool { return len(c.baton) > 0 }

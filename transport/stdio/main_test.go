@@ -142,8 +142,10 @@ func (r repeatReader) Read(p []byte) (int, error) {
 //
 //	test/args, test/env {names}, test/cwd, test/stderr {bytes}, test/stderrstat
 //	test/notify {method, params}: sends that notification, then replies
-//	test/ask {method, count}: sends count requests to the client, replies
-//	    at once, and relays each answer as test/answered {id, result, error}
+//	test/ask {method, count, before}: sends count requests to the client,
+//	    replies at once, and relays each answer as test/answered {id,
+//	    result, error}; with before, the requests and then a test/after
+//	    notification go out before the reply
 //	test/sleep {ms}: replies after ms milliseconds, unless cancelled
 //	test/exit {code}: exits without replying
 //	test/progress {count, intervalMs, forever}: sends progress for the
@@ -214,6 +216,7 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 		IntervalMS int             `json:"intervalMs"`
 		Forever    bool            `json:"forever"`
 		Announce   bool            `json:"announce"`
+		Before     bool            `json:"before"`
 		Fail       bool            `json:"fail"`
 		Subs       []jsonrpc.ID    `json:"subs"`
 		Sub        jsonrpc.ID      `json:"sub"`
@@ -253,9 +256,15 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 		s.Send(&jsonrpc.Notification{Method: p.Method, Params: p.Params})
 		s.Reply(r.ID, map[string]any{})
 	case "test/ask":
-		s.Reply(r.ID, map[string]any{})
+		if !p.Before {
+			s.Reply(r.ID, map[string]any{})
+		}
 		for i := range p.Count {
 			s.Send(&jsonrpc.Request{ID: jsonrpc.StringID(fmt.Sprintf("s%d", i)), Method: p.Method, Params: p.Params})
+		}
+		if p.Before {
+			s.Notify("test/after", map[string]any{})
+			s.Reply(r.ID, map[string]any{})
 		}
 	case "test/sleep":
 		cancelled := make(chan struct{})

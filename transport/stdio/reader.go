@@ -66,29 +66,30 @@ const (
 // the baton calls it. Lines that are too long, not JSON or not JSON-RPC are
 // skipped: the request a lost line answered times out. It reports whether
 // a response went to a waiting call. At readEnded the baton is gone.
-func (c *Conn) readStep() (status int, routed bool) {
+func (c *Conn) readStep(holder *holdState) (status int, routed bool, inline func()) {
 	line, err := c.lr.ReadLine()
 	if err != nil {
 		var tooLong *jsonrpc.LineTooLongError
 		switch {
 		case errors.As(err, &tooLong):
-			return readMsg, false
+			return readMsg, false, nil
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			if g := c.grace.Load(); g == 0 || time.Now().UnixNano() < g {
-				return readWoken, false
+				return readWoken, false, nil
 			}
 		}
 		c.endRead(err)
-		return readEnded, false
+		return readEnded, false, nil
 	}
 	if c.stopped() != nil {
-		return readMsg, false // drain stdout so the server can finish and exit
+		return readMsg, false, nil // drain stdout so the server can finish and exit
 	}
 	msg, derr := jsonrpc.Decode(line)
 	if derr != nil {
-		return readMsg, false
+		return readMsg, false, nil
 	}
-	return readMsg, c.dispatch(msg)
+	routed, inline = c.dispatch(msg, holder)
+	return readMsg, routed, inline
 }
 
 // endRead ends reading at the end of stdout (or a read error, or the grace
@@ -159,6 +160,27 @@ func (c *Conn) letGo() bool {
 	return false
 }
 
+// lend puts the baton back while its holder, a caller, runs a server
+// request's work: a caller that starts waiting takes it, and the
+// background reader does after the watch delay, so that a slow handler
+// holds up no other message. The caller takes the baton back afterwards if
+// it is still free (unwatch).
+func (c *Conn) lend() {
+	c.baton <- struct{}{} // never blocks: only the holder releases
+	// Armed or not, the watch is set to the delay from now.
+	c.watchArmed.Store(true)
+	c.watch.Reset(time.Duration(c.watchDelay.Load()))
+}
+
+// unwatch stops the watch after a caller took the baton back from a lend:
+// the baton is held again, and the timer need not start a goroutine to
+// find that out.
+func (c *Conn) unwatch() {
+	if c.watch.Stop() {
+		c.watchArmed.Store(false)
+	}
+}
+
 // drain starts the background reader if the baton is free.
 func (c *Conn) drain() {
 	select {
@@ -188,7 +210,7 @@ func (c *Conn) onWatch() {
 func (c *Conn) background() {
 	c.armRead(time.Time{})
 	for {
-		switch st, routed := c.readStep(); {
+		switch st, routed, _ := c.readStep(nil); {
 		case st == readEnded:
 			return
 		case st == readWoken:
@@ -217,17 +239,19 @@ func (c *Conn) readEndError(err error) *jsonrpc.Error {
 	return transport.ConnectionError("reading from the server failed", err)
 }
 
-// dispatch routes msg; it reports whether it was a response for a call.
-func (c *Conn) dispatch(msg jsonrpc.Message) bool {
+// dispatch routes msg; it reports whether it was a response for a call,
+// and returns the work of a server request that holder is to run (see
+// handleServerRequest). holder is nil for the background reader.
+func (c *Conn) dispatch(msg jsonrpc.Message, holder *holdState) (routed bool, inline func()) {
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
-		return c.handleResponse(m)
+		return c.handleResponse(m), nil
 	case *jsonrpc.Request:
-		c.handleServerRequest(m)
+		return false, c.handleServerRequest(m, holder)
 	case *jsonrpc.Notification:
 		c.handleNotification(m)
 	}
-	return false
+	return false, nil
 }
 
 func (c *Conn) handleResponse(resp *jsonrpc.Response) bool {

@@ -262,11 +262,30 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 				drop(true) // the background reader reads while it runs
 				continue
 			}
-			switch st, _ := c.readStep(); st {
+			hold := holdState{ctx: ctx, deadline: deadline}
+			holder := &hold
+			if cl.prog != nil {
+				holder = nil // it stays free to deliver progress
+			}
+			st, _, inline := c.readStep(holder)
+			switch st {
 			case readWoken:
 				c.armRead(deadline)
 			case readEnded:
 				drop(false) // the baton is gone
+			}
+			if inline != nil {
+				// A server request to answer in this goroutine: the baton
+				// is lent meanwhile, and taken back if still free.
+				drop(false)
+				c.lend()
+				inline()
+				select {
+				case <-c.baton:
+					c.unwatch()
+					take()
+				default:
+				}
 			}
 			continue
 		}
@@ -274,14 +293,17 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			timer = time.NewTimer(time.Until(deadline))
 			timerC = timer.C
 		}
-		select {
-		case resp := <-cl.resp:
+		received := func(resp *jsonrpc.Response) (*jsonrpc.Response, error) {
 			if cl.prog != nil {
 				if err := deliver(); err != nil {
 					return nil, err
 				}
 			}
 			return resp, nil
+		}
+		select {
+		case resp := <-cl.resp:
+			return received(resp)
 		case <-progReady:
 			if err := deliver(); err != nil {
 				c.abort(cl, om, "progress function failed: "+err.Error())
@@ -291,8 +313,20 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 				arm()
 			}
 		case <-timerC:
+			// A response that came meanwhile wins (this caller may come
+			// back late from a server request it ran).
+			select {
+			case resp := <-cl.resp:
+				return received(resp)
+			default:
+			}
 			return nil, timeout()
 		case <-ctx.Done():
+			select {
+			case resp := <-cl.resp:
+				return received(resp)
+			default:
+			}
 			err := transport.ContextError(ctx)
 			c.abort(cl, om, err.Message)
 			return nil, err

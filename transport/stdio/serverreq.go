@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
 )
@@ -23,7 +24,15 @@ type serverRequest struct {
 // MaxServerRequests), with a context that the server's
 // notifications/cancelled and the end of the connection cancel. It never
 // blocks the reader: the dispatcher does not.
-func (c *Conn) handleServerRequest(req *jsonrpc.Request) {
+//
+// The work of an admitted request runs in a goroutine of its own, or, when
+// the reader is a caller (holder) and no other call is in flight, it is
+// returned for that caller to run once it has lent the baton: no goroutine
+// is started or woken, which is most of the cost of a server request
+// answered quickly (an elicitation answered by a native or Wasm handler).
+// Its context then also ends at the caller's deadline or with the caller's
+// context, since the caller cannot return before the work does.
+func (c *Conn) handleServerRequest(req *jsonrpc.Request, holder *holdState) (inline func()) {
 	ctx, cancel := context.WithCancel(c.handlerCtx)
 	sr := &serverRequest{id: req.ID, cancel: cancel, ctx: ctx}
 	c.mu.Lock()
@@ -32,7 +41,66 @@ func (c *Conn) handleServerRequest(req *jsonrpc.Request) {
 		c.serverReqs[req.ID] = sr
 	}
 	c.mu.Unlock()
-	dispatch(ctx, req, sr.replyFunc(c))
+	hctx, untie := ctx, func() {}
+	if holder != nil && c.npending.Load() <= 1 {
+		hctx, untie = holder.tie(ctx)
+	} else {
+		holder = nil
+	}
+	work := dispatch(hctx, req, sr.replyFunc(c))
+	switch {
+	case work == nil:
+		untie()
+		return nil
+	case holder == nil:
+		go work()
+		return nil
+	}
+	return func() {
+		defer untie()
+		work()
+	}
+}
+
+// holdState is what a caller holding the baton tells the reader about
+// itself, for a server request it may run (see handleServerRequest).
+type holdState struct {
+	ctx      context.Context
+	deadline time.Time // zero: none
+}
+
+// tie returns ctx, ended also at h's deadline and with h's context (its
+// cause kept), and the function that releases what tie made.
+func (h *holdState) tie(ctx context.Context) (context.Context, func()) {
+	if h.deadline.IsZero() && h.ctx.Done() == nil {
+		return ctx, func() {}
+	}
+	t := &tied{}
+	if !h.deadline.IsZero() {
+		ctx, t.cancelDeadline = context.WithDeadline(ctx, h.deadline)
+	}
+	if caller := h.ctx; caller.Done() != nil {
+		ctx, t.cancel = context.WithCancelCause(ctx)
+		t.stop = context.AfterFunc(caller, func() { t.cancel(context.Cause(caller)) })
+	}
+	return ctx, t.release
+}
+
+// tied is what tie made.
+type tied struct {
+	cancelDeadline context.CancelFunc
+	cancel         context.CancelCauseFunc
+	stop           func() bool
+}
+
+func (t *tied) release() {
+	if t.stop != nil {
+		t.stop()
+		t.cancel(nil)
+	}
+	if t.cancelDeadline != nil {
+		t.cancelDeadline()
+	}
 }
 
 // replyFunc returns the ReplyFunc of sr: the first call answers, unless the

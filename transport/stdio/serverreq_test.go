@@ -1,6 +1,7 @@
 package stdio_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -293,13 +294,13 @@ func TestSetInboundReplacesFunctions(t *testing.T) {
 	n := newNotes()
 	cfg := config("script")
 	c := connect(t, cfg)
-	c.SetInbound(func(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) {
+	c.SetInbound(func(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
 		if req.ID.String() == "s0" {
 			reply(json.RawMessage(`{"from":"inbound"}`), nil)
 			reply(json.RawMessage(`{"twice":true}`), nil)
-			return
+			return nil
 		}
-		go reply(json.RawMessage(`{"from":"later"}`), nil)
+		return func() { reply(json.RawMessage(`{"from":"later"}`), nil) }
 	}, n.hook)
 	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
 	got := map[string]bool{}
@@ -308,5 +309,116 @@ func TestSetInboundReplacesFunctions(t *testing.T) {
 	}
 	if len(got) != 2 || !got[`{"from":"inbound"}`] || !got[`{"from":"later"}`] {
 		t.Fatalf("answers %v", got)
+	}
+}
+
+// freeBatonConn returns a connection on which the next Request reads
+// stdout itself (holdingConn, once the background reader has let the baton
+// go), with the watch delay back at a millisecond.
+func freeBatonConn(t *testing.T, cfg stdio.Config) *stdio.Conn {
+	t.Helper()
+	c := holdingConn(t, cfg)
+	stdio.SetWatchDelay(c, time.Millisecond)
+	return c
+}
+
+// inCaller reports whether the running goroutine is a caller of Request.
+func inCaller() bool {
+	buf := make([]byte, 64<<10)
+	return bytes.Contains(buf[:runtime.Stack(buf, false)], []byte("stdio.(*Conn).Request"))
+}
+
+// A server request read by the caller waiting for its response, with no
+// other call in flight, runs in that caller's goroutine (no goroutine is
+// started or woken for it), with the caller's deadline in its context; the
+// background reader reads meanwhile, so a handler that waits for a later
+// message gets it.
+func TestServerRequestRunsInTheWaitingCaller(t *testing.T) {
+	n := newNotes()
+	after := make(chan struct{})
+	var once sync.Once
+	cfg := config("script")
+	cfg.OnNotification = func(x *jsonrpc.Notification) {
+		if x.Method == "test/after" {
+			once.Do(func() { close(after) })
+		}
+		n.hook(x)
+	}
+	type seen struct {
+		inCaller    bool
+		hasDeadline bool
+		gotAfter    bool
+	}
+	seenc := make(chan seen, 1)
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		s := seen{inCaller: inCaller()}
+		_, s.hasDeadline = ctx.Deadline()
+		select {
+		case <-after: // read by another goroutine while this one waits
+			s.gotAfter = true
+		case <-time.After(5 * time.Second):
+		}
+		seenc <- s
+		return json.RawMessage(`{"action":"accept"}`), nil
+	}
+	c := freeBatonConn(t, cfg)
+	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 1, "before": true},
+		transport.RequestOptions{Timeout: 30 * time.Second})
+	if s := recv(t, seenc); !s.inCaller || !s.hasDeadline || !s.gotAfter {
+		t.Fatalf("handler saw %+v, want it run in the caller, with its deadline, while another goroutine read on", s)
+	}
+	if a := answers(t, n.waitN(t, "test/answered", 1)); string(a[0].Result) != `{"action":"accept"}` {
+		t.Fatalf("answer %+v", a[0])
+	}
+
+	// With no call in flight, the background reader reads the request and
+	// the handler runs in a goroutine of its own, without a deadline.
+	n2 := newNotes()
+	cfg.OnNotification = n2.hook
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		_, dl := ctx.Deadline()
+		seenc <- seen{inCaller: inCaller(), hasDeadline: dl}
+		return json.RawMessage(`{}`), nil
+	}
+	c2 := connect(t, cfg) // the background reader holds the baton until a response
+	call(t, c2, "test/ask", map[string]any{"method": "roots/list", "count": 1}, transport.RequestOptions{})
+	if s := recv(t, seenc); s.inCaller || s.hasDeadline {
+		t.Fatalf("handler saw %+v, want its own goroutine without a deadline", s)
+	}
+}
+
+// The caller cannot return before a server request it runs does: the
+// request's context ends at the caller's deadline, and the server still
+// gets its answer (an error).
+func TestServerRequestInTheCallerEndsAtItsDeadline(t *testing.T) {
+	n := newNotes()
+	cfg := config("script")
+	cfg.OnNotification = n.hook
+	errc := make(chan error, 1)
+	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		<-ctx.Done()
+		errc <- ctx.Err()
+		return nil, ctx.Err()
+	}
+	c := freeBatonConn(t, cfg)
+	start := time.Now()
+	resp, err := c.Request(context.Background(), &jsonrpc.Request{Method: "test/ask",
+		Params: mustJSON(map[string]any{"method": "elicitation/create", "count": 1, "before": true})},
+		transport.RequestOptions{Timeout: 300 * time.Millisecond})
+	took := time.Since(start)
+	if herr := recv(t, errc); !errors.Is(herr, context.DeadlineExceeded) {
+		t.Fatalf("handler's context ended with %v, want the caller's deadline", herr)
+	}
+	// The response arrived before the deadline (read by the background
+	// reader), so the call itself succeeds once the handler returns.
+	if err != nil || resp.Error != nil {
+		t.Fatalf("call: %v %v", err, resp)
+	}
+	if took < 300*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("call took %v, want it held until the handler returned at the 300ms deadline", took)
+	}
+	a := answers(t, n.waitN(t, "test/answered", 1))
+	if a[0].Error == nil || a[0].Error.Code != jsonrpc.CodeInternalError {
+		t.Fatalf("answer %+v, want -32603", a[0])
 	}
 }
