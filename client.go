@@ -304,7 +304,7 @@ func (c *Client) initialize(ctx context.Context, offer string) error {
 		offered = offer
 	}
 	c.dialect = legacyDialect{version: offered}
-	params, err := marshal(struct {
+	params, err := marshalOnce(struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ClientInfo      Implementation  `json:"clientInfo"`
@@ -337,7 +337,7 @@ func (c *Client) initialize(ctx context.Context, offer string) error {
 		ServerInfo      Implementation  `json:"serverInfo"`
 		Instructions    string          `json:"instructions"`
 	}
-	if err := unmarshal(raw, &res); err != nil {
+	if err := unmarshalOnce(raw, &res); err != nil {
 		return badResult("initialize", err)
 	}
 	if !slices.Contains(legacyVersions, res.ProtocolVersion) {

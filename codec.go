@@ -16,6 +16,25 @@ var api = sonic.ConfigDefault
 
 func marshal(v any) ([]byte, error) { return api.Marshal(v) }
 
+// marshalOnce and unmarshalOnce are for what a connection encodes or
+// decodes once, in its handshake: the initialize request and result, the
+// server/discover result, the server's capabilities and its tasks
+// capability. They use encoding/json, because sonic generates machine code
+// for each Go type it first meets, allocating 0.4–1.5 MB per type, which
+// pays back for the types of every call and not for these. Like sonic's
+// default configuration, marshalOnce does not escape HTML characters.
+func marshalOnce(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func unmarshalOnce(data []byte, v any) error { return json.Unmarshal(data, v) }
+
 // unmarshal decodes data into v without copying it first: see
 // jsoncodec.Unmarshal. The client decodes only what transports return, which
 // nothing writes to.

@@ -22,7 +22,7 @@ func decodeDiscover(raw json.RawMessage) (*DiscoverResult, error) {
 		DiscoverResult
 		RawCapabilities json.RawMessage `json:"capabilities"`
 	}
-	if err := unmarshal(raw, &res); err != nil {
+	if err := unmarshalOnce(raw, &res); err != nil {
 		return nil, err
 	}
 	out := res.DiscoverResult
@@ -35,7 +35,7 @@ func decodeDiscover(raw json.RawMessage) (*DiscoverResult, error) {
 		var meta struct {
 			ServerInfo Implementation `json:"io.modelcontextprotocol/serverInfo"`
 		}
-		if err := unmarshal(out.Meta, &meta); err == nil {
+		if err := unmarshalOnce(out.Meta, &meta); err == nil {
 			out.ServerInfo = meta.ServerInfo
 		}
 	}

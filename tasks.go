@@ -365,7 +365,7 @@ func (ts *taskState) capability(raw json.RawMessage) legacyTasksCapability {
 				} `json:"requests"`
 			} `json:"tasks"`
 		}
-		if len(raw) == 0 || unmarshal(raw, &caps) != nil || caps.Tasks == nil {
+		if len(raw) == 0 || unmarshalOnce(raw, &caps) != nil || caps.Tasks == nil {
 			return
 		}
 		t := caps.Tasks

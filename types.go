@@ -44,7 +44,7 @@ func decodeCapabilities(raw json.RawMessage) (ServerCapabilities, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return caps, nil
 	}
-	if err := unmarshal(raw, &caps); err != nil {
+	if err := unmarshalOnce(raw, &caps); err != nil {
 		return caps, err
 	}
 	caps.Raw = raw
