@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -710,6 +711,7 @@ func saysTaskRequired(msg string) bool {
 }
 
 func toolParams(p toolCallParams) ([]byte, error) {
+	defer firstEncode(reflect.TypeOf(p.Arguments))()
 	b, err := marshal(p)
 	if err != nil {
 		return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for tools/call")
@@ -1380,4 +1382,28 @@ func (c *Client) extensionFor(method string, d dialect) transport.Extension {
 		return nil
 	}
 	return tasksExtension{}
+}
+
+// argsEncoded holds, for each type of tool arguments toolParams has met, a
+// channel closed when its first encode is done.
+var argsEncoded sync.Map // reflect.Type → chan struct{}
+
+// firstEncode makes the first encode of tool arguments of type t run alone:
+// it waits while another caller's first encode of t is under way, and
+// returns the function that ends the caller's own. Sonic generates the
+// code for each type it meets (the arguments' type, and the types of what
+// they hold) under a lock, and an encode takes a 128 KiB stack from sonic's
+// pool before waiting for that lock: callers that meet a new type together
+// each held a stack, 64 callers' first tools/call at once 8 MiB of them.
+func firstEncode(t reflect.Type) (done func()) {
+	if v, ok := argsEncoded.Load(t); ok {
+		<-v.(chan struct{})
+		return func() {}
+	}
+	ch := make(chan struct{})
+	if v, loaded := argsEncoded.LoadOrStore(t, ch); loaded {
+		<-v.(chan struct{})
+		return func() {}
+	}
+	return func() { close(ch) }
 }
