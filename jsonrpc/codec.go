@@ -38,6 +38,15 @@ type wireError struct {
 // not a valid JSON-RPC 2.0 message is a *Error with CodeInvalidRequest. Both
 // are of KindProtocol. Error objects inside responses are of KindServer.
 func Decode(data []byte) (Message, error) {
+	var w wire // on the stack: only the scan sees it
+	if scanEnvelope(data, &w) {
+		return message(&w)
+	}
+	return decodeSlow(data)
+}
+
+// decodeSlow decodes data with the decoder.
+func decodeSlow(data []byte) (Message, error) {
 	var w wire
 	// jsoncodec.Unmarshal decodes a string that shares data's memory:
 	// sonic's Unmarshal would copy the whole line into a string first. data
@@ -45,6 +54,11 @@ func Decode(data []byte) (Message, error) {
 	if err := jsoncodec.Unmarshal(data, &w); err != nil {
 		return nil, &Error{Kind: KindProtocol, Code: CodeParseError, Message: "invalid JSON", Cause: err}
 	}
+	return message(&w)
+}
+
+// message checks the decoded members and builds the message.
+func message(w *wire) (Message, error) {
 	if w.JSONRPC != "2.0" {
 		return nil, invalid(`"jsonrpc" must be "2.0"`)
 	}
