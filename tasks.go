@@ -760,7 +760,13 @@ const maxFlatRaw = 4096
 // It returns nil for anything else (any other member, a repeated one,
 // other values, malformed input), which takes the exact path.
 func decodeFlatToolResult(raw []byte) *CallToolResult {
-	var res CallToolResult
+	// One allocation for the result and its first content block, the
+	// common case.
+	box := new(struct {
+		res CallToolResult
+		one [1]Content
+	})
+	res := &box.res
 	seenContent, seenIsError := false, false
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
@@ -789,11 +795,18 @@ func decodeFlatToolResult(raw []byte) *CallToolResult {
 				if end < 0 {
 					return nil
 				}
-				var c Content
-				if !decodeFlatContent(raw[i:end], &c) {
+				c := &box.one[0]
+				if len(res.Content) > 0 {
+					c = new(Content)
+				}
+				if !decodeFlatContent(raw[i:end], c) {
 					return nil
 				}
-				res.Content = append(res.Content, c)
+				if len(res.Content) == 0 {
+					res.Content = box.one[:1:1]
+				} else {
+					res.Content = append(res.Content, *c)
+				}
 				i = skipWS(raw, end)
 				if i >= len(raw) {
 					return nil
@@ -849,7 +862,7 @@ func decodeFlatToolResult(raw []byte) *CallToolResult {
 			if !seenContent || skipWS(raw, i+1) != len(raw) {
 				return nil
 			}
-			return &res
+			return res
 		}
 		if raw[i] != ',' {
 			return nil
