@@ -37,8 +37,10 @@ type dialect interface {
 	// ProtocolVersion is the version the dialect speaks.
 	ProtocolVersion() string
 
-	// metaMembers appends the dialect's _meta members for one request.
+	// metaMembers appends the dialect's _meta members for one request;
+	// metaSize is about how many bytes they take.
 	metaMembers(dst []byte, logLevel LogLevel) []byte
+	metaSize() int
 }
 
 type legacyDialect struct{ version string }
@@ -56,6 +58,7 @@ func (d legacyDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 }
 
 func (d legacyDialect) metaMembers(dst []byte, _ LogLevel) []byte { return dst }
+func (d legacyDialect) metaSize() int                             { return 0 }
 
 type modernDialect struct {
 	version string
@@ -107,6 +110,8 @@ func (d modernDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 	}
 	return transport.Policy{Headers: hs}
 }
+
+func (d modernDialect) metaSize() int { return len(d.fixed) + 48 }
 
 func (d modernDialect) metaMembers(dst []byte, logLevel LogLevel) []byte {
 	dst = append(dst, d.fixed...)
@@ -226,7 +231,7 @@ func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, t
 	// One buffer: the _meta object is written in place and taken out
 	// again when it stays empty.
 	const metaOpen = `{"_meta":{`
-	out := make([]byte, 0, len(metaOpen)+256+len(progressToken)+len(cc.traceMeta)+len(base)+len(tail))
+	out := make([]byte, 0, len(metaOpen)+d.metaSize()+48+len(progressToken)+len(cc.traceMeta)+len(base)+len(tail))
 	out = append(out, metaOpen...)
 	metaStart := len(out)
 	out = d.metaMembers(out, cc.logLevel)
