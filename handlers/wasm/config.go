@@ -27,10 +27,12 @@ type ModuleConfig struct {
 	// Timeout is each call's deadline (default 5 s).
 	Timeout time.Duration
 
-	// Trusted runs the module without wazero's close-on-context-done
-	// mechanism, which makes guest code faster (see BENCHMARKS.md) but
-	// means a call cannot be stopped: the deadline is checked only when the
-	// call returns, and a trusted module that loops hangs its caller.
+	// Trusted runs the module as it is, without the checks that stop it at
+	// its deadline (interrupt.go), which makes loop-heavy guest code a
+	// little faster (see BENCHMARKS.md) but means a call cannot be stopped:
+	// the deadline is checked only when the call returns, and a trusted
+	// module that loops hangs its caller, and the process at its next
+	// garbage collection.
 	Trusted bool
 
 	// MemoryLimit caps each instance's linear memory, in bytes, rounded up

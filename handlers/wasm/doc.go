@@ -22,8 +22,20 @@
 // memory of all of a Host's instances together. Guest text bound for logs
 // and errors goes through SanitizeText.
 //
+// A module that is not trusted is stopped at its deadline, or when its
+// caller's context ends, by checks Snodo instruments into it at load
+// (interrupt.go): a fuel counter decremented at every function entry and
+// loop header, which calls back into Go once every 65,536 checks, or at the
+// next check once the deadline fired. Those calls are also where the Go
+// runtime can preempt a spinning guest, so that a garbage collection never
+// waits long for one. A module the instrumentation does not take (a start
+// section, instructions beyond WebAssembly 2.0) runs under wazero's
+// close-on-context-done instead, which costs a goroutine per guest call and
+// a call into Go at every loop header.
+//
 // Note: wazero's memory page limit and its close-on-context-done switch are
 // settings of a wazero.Runtime, not of a module. The Host keeps one runtime
-// per distinct (memory limit, trusted) pair among the modules it loads, all
-// sharing one compilation cache, so each module gets exactly its own limit.
+// per distinct (memory limit, close-on-context-done) pair among the modules
+// it loads, all sharing one compilation cache, so each module gets exactly
+// its own limit.
 package wasm

@@ -69,7 +69,7 @@ type Host struct {
 // runtimeKey is what a wazero runtime fixes for every module in it.
 type runtimeKey struct {
 	memoryLimitPages uint32
-	trusted          bool
+	closeOnDone      bool // wazero's close-on-context-done
 }
 
 // NewHost returns a Host with the compilation cache of cfg.
@@ -118,7 +118,7 @@ func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, err
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(h.cache).
 		WithMemoryLimitPages(key.memoryLimitPages).
-		WithCloseOnContextDone(!key.trusted)
+		WithCloseOnContextDone(key.closeOnDone)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)

@@ -50,6 +50,10 @@ func instantiateSnodo(ctx context.Context, rt wazero.Runtime) error {
 	b.NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(readConfig), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("ptr", "cap").Export(abi.ImportConfig)
+	// Not part of the ABI: only the checks instrumented into a module call
+	// it (interrupt.go, checkCompiled).
+	b.NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(yield), nil, nil).Export(yieldImport)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -118,6 +122,17 @@ func logMessage(ctx context.Context, mod api.Module, stack []uint64) {
 		l = slog.LevelError
 	}
 	inst.mod.logger.Log(ctx, l, msg)
+}
+
+// yield is the host side of the checks instrumented into a module
+// (interrupt.go). It takes and returns nothing; called outside a call, it
+// stops the guest.
+func yield(ctx context.Context, _ []uint64) {
+	inst := instanceFrom(ctx)
+	if inst == nil {
+		fail(nil, "%s called outside a call", yieldImport)
+	}
+	inst.yield()
 }
 
 // readConfig copies the module's configuration (ABI.md section 4).

@@ -47,14 +47,58 @@ type instance struct {
 	// ctx is what every call of this instance runs under: it carries the
 	// instance to the host functions and, unless the module is trusted,
 	// is cancelled by the deadline timer or by the caller's context, which
-	// makes wazero stop the guest. Made once per instance, so a call
-	// allocates no context of its own. Once cancelled, the instance is
-	// dead: wazero has closed it.
+	// stops the guest (through the fuel of an instrumented module, or
+	// wazero's close-on-context-done). Made once per instance,
+	// so a call allocates no context of its own. Once cancelled, the
+	// instance is dead.
 	ctx          context.Context
 	cancel       context.CancelCauseFunc
 	timer        *time.Timer
 	onCallerDone func()
 	stopCaller   func() bool
+
+	// fuel is the fuel of an instrumented module (interrupt.go), set once
+	// the module is instantiated. fuelMu orders the host's stores to it:
+	// yield's refills in the guest's goroutine, and the deadline timer's or
+	// the caller's context's store of 0 along with cancelling ctx.
+	fuelMu sync.Mutex
+	fuel   api.MutableGlobal
+}
+
+// interrupt makes an instrumented guest call yield at its next function
+// entry or loop iteration (or, if its own decrement overwrote the 0, within
+// one refill's worth of checks), and yield stops it. The instance is dead
+// from then on (its ctx is cancelled first).
+func (inst *instance) interrupt() {
+	inst.fuelMu.Lock()
+	if inst.fuel != nil {
+		inst.fuel.Set(0)
+	}
+	inst.fuelMu.Unlock()
+}
+
+// yield is called by an instrumented guest when its fuel runs out: it stops
+// the guest if the deadline or the caller's cancellation fired, and refills
+// the fuel otherwise. Being a call to Go, it is also where the Go runtime
+// can preempt the guest's goroutine (interrupt.go).
+func (inst *instance) yield() {
+	inst.fuelMu.Lock()
+	if inst.fuel == nil {
+		inst.fuelMu.Unlock()
+		fail(inst, "%s called before the instance was initialized", yieldImport)
+	}
+	if inst.ctx.Err() != nil {
+		inst.fuelMu.Unlock()
+		code := sys.ExitCodeDeadlineExceeded
+		if context.Cause(inst.ctx) == errCallerDone {
+			code = sys.ExitCodeContextCanceled
+		}
+		// As wazero does for close-on-context-done; classify names the
+		// cause.
+		panic(sys.NewExitError(code))
+	}
+	inst.fuel.Set(fuelRefill)
+	inst.fuelMu.Unlock()
 }
 
 // Causes of an instance context's cancellation.
@@ -92,12 +136,17 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	base, cancel := context.WithCancelCause(context.Background())
 	inst.ctx, inst.cancel = context.WithValue(base, callKey{}, inst), cancel
 	if !m.trusted {
-		inst.timer = time.AfterFunc(time.Duration(math.MaxInt64), func() { cancel(errDeadline) })
+		inst.timer = time.AfterFunc(time.Duration(math.MaxInt64), func() { cancel(errDeadline); inst.interrupt() })
 		inst.timer.Stop()
-		inst.onCallerDone = func() { cancel(errCallerDone) }
+		inst.onCallerDone = func() { cancel(errCallerDone); inst.interrupt() }
 	}
 	inst.begin(ctx)
 	mod, err := m.rt.InstantiateModule(inst.ctx, m.compiled, m.modCfg.WithStderr(&inst.stderr))
+	if err == nil && m.interruptible {
+		if err = inst.initialize(mod); err != nil {
+			mod.Close(context.Background())
+		}
+	}
 	inst.flushLogs()
 	live := inst.end()
 	if err == nil && !live {
@@ -122,6 +171,24 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	inst.progress = mod.ExportedFunction(abi.ExportProgress)
 	inst.event = mod.ExportedFunction(abi.ExportEvent)
 	return inst, nil
+}
+
+// initialize reaches the fuel of an instrumented module, then calls its
+// _initialize (which wazero did not: no guest code may run before the fuel
+// can be reached). The fuel starts at 0: the first check calls yield, which
+// stops the guest if the deadline already fired.
+func (inst *instance) initialize(mod api.Module) error {
+	g, ok := mod.ExportedGlobal(fuelExport).(api.MutableGlobal)
+	if !ok {
+		return errors.New("instrumented module without its fuel")
+	}
+	inst.fuelMu.Lock()
+	inst.fuel = g
+	inst.fuelMu.Unlock()
+	if fn := mod.ExportedFunction(abi.ExportInitialize); fn != nil {
+		return fn.CallWithStack(inst.ctx, nil)
+	}
+	return nil
 }
 
 func (inst *instance) close(ctx context.Context) {
@@ -332,21 +399,23 @@ func (inst *instance) classify(caller context.Context, err error) *callFailure {
 	var cause string
 	var exit *sys.ExitError
 	deadlineOrCancel := false
+	stopped := func() string {
+		deadlineOrCancel = true
+		switch {
+		case context.Cause(inst.ctx) == errDeadline:
+			return fmt.Sprintf("deadline of %s exceeded", m.timeout)
+		case errors.Is(caller.Err(), context.DeadlineExceeded):
+			return "the caller's deadline passed during the call"
+		}
+		return "call cancelled by the caller"
+	}
 	switch {
 	case inst.violation != nil:
 		cause = inst.violation.msg
 	case errors.As(err, &exit):
 		switch exit.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded, sys.ExitCodeContextCanceled:
-			deadlineOrCancel = true
-			switch {
-			case context.Cause(inst.ctx) == errDeadline:
-				cause = fmt.Sprintf("deadline of %s exceeded", m.timeout)
-			case errors.Is(caller.Err(), context.DeadlineExceeded):
-				cause = "the caller's deadline passed during the call"
-			default:
-				cause = "call cancelled by the caller"
-			}
+			cause = stopped()
 		default:
 			if m.pool.isClosed() {
 				cause = "module closed during the call"

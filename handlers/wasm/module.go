@@ -39,12 +39,16 @@ type Module struct {
 	rt       wazero.Runtime
 	modCfg   wazero.ModuleConfig
 
-	config      []byte
-	timeout     time.Duration
-	trusted     bool
-	memoryLimit int64
-	maxOutput   int
-	logger      *slog.Logger
+	config  []byte
+	timeout time.Duration
+	trusted bool
+	// interruptible: the module is instrumented with the fuel checks
+	// (interrupt.go), which stop it at its deadline instead of wazero's
+	// close-on-context-done.
+	interruptible bool
+	memoryLimit   int64
+	maxOutput     int
+	logger        *slog.Logger
 	// mounts are the module's confined filesystems, closed with it.
 	mounts []*rootFS
 
@@ -127,7 +131,14 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 	m.logger = h.logger.With("wasm_module", name)
 
-	rt, err := h.runtime(ctx, runtimeKey{memoryLimitPages: uint32(pages), trusted: cfg.Trusted})
+	if !cfg.Trusted {
+		if iw, err := instrument(wasm); err == nil {
+			wasm, m.interruptible = iw, true
+		} else {
+			m.logger.Debug("deadline through wazero's close-on-context-done", "reason", err.Error())
+		}
+	}
+	rt, err := h.runtime(ctx, runtimeKey{memoryLimitPages: uint32(pages), closeOnDone: !cfg.Trusted && !m.interruptible})
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +148,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 		return nil, loadErr("compile: %w", err)
 	}
 	m.compiled = compiled
-	if err := checkCompiled(compiled); err != nil {
+	if err := checkCompiled(compiled, m.interruptible); err != nil {
 		compiled.Close(ctx)
 		return nil, loadErr("%w", err)
 	}
@@ -145,6 +156,11 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	if err != nil {
 		compiled.Close(ctx)
 		return nil, loadErr("%w", err)
+	}
+	if m.interruptible {
+		// _initialize is called after instantiation, once the fuel can
+		// be reached (newInstance).
+		modCfg = modCfg.WithStartFunctions()
 	}
 	m.modCfg, m.mounts = modCfg, mounts
 	m.pool.init(m, maxInstances)
