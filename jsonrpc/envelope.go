@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/bytedance/sonic"
+
+	"github.com/snodo/snodo/internal/jsoncodec"
 )
 
 // scanEnvelopeMax is the longest line scanEnvelope takes. Past it, sonic's
@@ -23,19 +25,19 @@ func scanEnvelope(data []byte, w *wire) bool {
 	if len(data) > scanEnvelopeMax || !sonic.Valid(data) {
 		return false
 	}
-	i := skipWS(data, 0)
+	i := jsoncodec.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false
 	}
 	i++
 	var seen uint8
 	for {
-		i = skipWS(data, i)
+		i = jsoncodec.SkipSpace(data, i)
 		switch data[i] {
 		case '}':
 			return seen&seenJSONRPC != 0
 		case ',':
-			i = skipWS(data, i+1)
+			i = jsoncodec.SkipSpace(data, i+1)
 		}
 		// A key: valid JSON, so a string; one with an escape is left to
 		// the decoder.
@@ -47,14 +49,14 @@ func scanEnvelope(data []byte, w *wire) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false
 		}
-		i = skipWS(data, i+2+end) // past the quote
-		i = skipWS(data, i+1)     // past the colon
+		i = jsoncodec.SkipSpace(data, i+2+end) // past the quote
+		i = jsoncodec.SkipSpace(data, i+1)     // past the colon
 		start := i
-		i = skipJSON(data, i)
+		i = jsoncodec.SkipValue(data, i)
 		if i < 0 {
 			return false
 		}
-		val := data[start:i]
+		val := bytes.TrimRight(data[start:i], " \t\r\n")
 		var bit uint8
 		switch string(key) {
 		case "jsonrpc":
@@ -102,60 +104,3 @@ const (
 	seenParams
 	seenResult
 )
-
-func skipWS(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipJSON returns the index just past the valid JSON value at data[i:]
-// (strings jump from quote to quote), or -1.
-func skipJSON(data []byte, i int) int {
-	depth := 0
-	for i < len(data) {
-		switch data[i] {
-		case '"':
-			i++
-			for {
-				k := bytes.IndexByte(data[i:], '"')
-				if k < 0 {
-					return -1
-				}
-				q := i + k
-				bs := 0
-				for j := q - 1; j >= i && data[j] == '\\'; j-- {
-					bs++
-				}
-				i = q + 1
-				if bs%2 == 0 {
-					break
-				}
-			}
-		case '{', '[':
-			depth++
-			i++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-			i++
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
-			}
-			i++
-		default:
-			i++
-		}
-		if depth == 0 && i < len(data) {
-			switch data[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-		}
-	}
-	return -1
-}

@@ -54,13 +54,13 @@ func HasUnknownKeys(data []byte, known []string) bool {
 // reports false for input it cannot scan: not an object, malformed, or a
 // key with an escape, whose raw bytes are not its value.
 func EachMember(data []byte, f func(key, value []byte) bool) bool {
-	i := skipSpace(data, 0)
+	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false
 	}
 	i++
 	for {
-		i = skipSpace(data, i)
+		i = SkipSpace(data, i)
 		if i >= len(data) {
 			return false
 		}
@@ -68,7 +68,7 @@ func EachMember(data []byte, f func(key, value []byte) bool) bool {
 			return true
 		}
 		if data[i] == ',' {
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 		}
 		if i >= len(data) || data[i] != '"' {
 			return false
@@ -84,12 +84,12 @@ func EachMember(data []byte, f func(key, value []byte) bool) bool {
 			return false
 		}
 		key := data[i+1 : end]
-		i = skipSpace(data, end+1)
+		i = SkipSpace(data, end+1)
 		if i >= len(data) || data[i] != ':' {
 			return false
 		}
-		start := skipSpace(data, i+1)
-		i = skipValue(data, start)
+		start := SkipSpace(data, i+1)
+		i = SkipValue(data, start)
 		if i < 0 {
 			return false
 		}
@@ -99,15 +99,19 @@ func EachMember(data []byte, f func(key, value []byte) bool) bool {
 	}
 }
 
-func skipSpace(data []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func SkipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-// skipValue returns the index just past the JSON value at data[i:], or -1.
-func skipValue(data []byte, i int) int {
+// SkipValue returns the index of the delimiter (",", "}" or "]", after any
+// whitespace) that ends the JSON value at data[i:], or -1. It does not
+// validate the value.
+func SkipValue(data []byte, i int) int {
 	depth := 0
 	for i < len(data) {
 		switch c := data[i]; c {
@@ -150,7 +154,7 @@ func skipValue(data []byte, i int) int {
 		}
 		if depth == 0 && i < len(data) {
 			// A complete scalar or container ends at the next delimiter.
-			j := skipSpace(data, i)
+			j := SkipSpace(data, i)
 			if j < len(data) && (data[j] == ',' || data[j] == '}' || data[j] == ']') {
 				return j
 			}
