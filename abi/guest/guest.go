@@ -36,6 +36,13 @@
 // of other types in a result (a handler's own struct in Content, say) are
 // encoded by encoding/json.
 //
+// Between calls, while a garbage collection is marking, the SDK yields to
+// the runtime's own goroutines (the collector's background worker among
+// them): in a Wasm module nothing else runs once an exported function has
+// returned, and a cycle left unfinished frees nothing. A handler that
+// allocates a great deal within a single call can call runtime.Gosched
+// itself.
+//
 // The package builds on every platform; off wasip1 the host imports are
 // inert, which lets handler logic be tested with go test (see Call).
 package guest

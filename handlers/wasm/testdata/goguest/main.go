@@ -19,6 +19,9 @@ import (
 
 var calls int
 
+// sink keeps the "garbage" allocation from being optimised away.
+var sink []byte
+
 func init() {
 	guest.SetName("goguest")
 	guest.HandleElicitation(func(ctx guest.Context, req guest.ElicitRequest) (guest.ElicitResult, error) {
@@ -73,6 +76,12 @@ func init() {
 				sum += uint64(i) * uint64(i) % 7
 			}
 			return accept("sum", sum), nil
+		case "garbage":
+			// Garbage for the collector: n bytes allocated and dropped.
+			n, _ := strconv.Atoi(arg)
+			sink = make([]byte, n)
+			sink = nil
+			return accept(), nil
 		case "rand":
 			b := make([]byte, 8)
 			rand.Read(b)
