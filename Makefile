@@ -21,9 +21,11 @@ build:
 vet:
 	$(GO) vet $(PKGS)
 	cd bench && $(GO) vet ./...
+	cd bench && $(GO) vet -tags nowasm ./clients/snodo
 	@bash .ci/deps.d/10-staticcheck.sh
 	$(STATICCHECK) $(PKGS)
 	cd bench && $(STATICCHECK) ./...
+	cd bench && $(STATICCHECK) -tags nowasm ./clients/snodo
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 

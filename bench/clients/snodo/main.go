@@ -6,18 +6,23 @@
 // --wasm-answer TEXT the module answers TEXT instead of the message (a
 // module that answers from its configuration). See internal/driver for the
 // rest of the command line and the scenarios.
+//
+// Built with -tags nowasm, the client does not link the Wasm host (wazero),
+// as a program that uses no Wasm handler does not, and refuses --wasm. The
+// benchmark measures that build (bin/snodo) in the native cases and the
+// full one (bin/snodo-wasm) in the Wasm handler cases.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/bench/internal/driver"
-	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -31,8 +36,10 @@ func main() { driver.Main("snodo", connect) }
 
 type conn struct {
 	client *snodo.Client
-	module *wasm.Module
-	host   *wasm.Host
+	// wasm is set when a Wasm handler module answers the elicitation;
+	// closeHost closes its host.
+	wasm      bool
+	closeHost func()
 }
 
 // answer is the native elicitation handler: it accepts with the request's
@@ -56,33 +63,17 @@ func connect(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
 		era = snodo.EraModern
 	}
 	if *wasmPath == "" {
+		if *wasmConfig != "" || *wasmAnswer != "" {
+			return nil, errors.New("--wasm-config and --wasm-answer need --wasm")
+		}
 		return dial(ctx, cfg, era, snodo.HandlerFunc(answer))
 	}
-	host, err := wasm.NewHost(wasm.HostConfig{})
-	if err != nil {
-		return nil, err
-	}
-	mc := wasm.ModuleConfig{Path: *wasmPath}
-	if *wasmConfig != "" {
-		mc.Config = json.RawMessage(*wasmConfig)
-	}
-	module, err := host.Load(ctx, mc)
-	if err != nil {
-		host.Close(ctx)
-		return nil, err
-	}
-	c, err := dial(ctx, cfg, era, module)
-	if err != nil {
-		host.Close(ctx)
-		return nil, err
-	}
-	c.module, c.host = module, host
-	return c, nil
+	return dialWasm(ctx, cfg, era)
 }
 
 // ExpectedAnswer is what the elicitation handler answers to q.
 func (c *conn) ExpectedAnswer(q string) string {
-	if c.module != nil && *wasmAnswer != "" {
+	if c.wasm && *wasmAnswer != "" {
 		return *wasmAnswer
 	}
 	return q
@@ -138,8 +129,8 @@ func (c *conn) Slow(ctx context.Context, ms, steps int, progress func()) (string
 
 func (c *conn) Close() error {
 	err := c.client.Close()
-	if c.host != nil {
-		c.host.Close(context.Background())
+	if c.closeHost != nil {
+		c.closeHost()
 	}
 	return err
 }

@@ -138,7 +138,10 @@ func FindRoot() (string, error) {
 var GoPrograms = []string{"./cmd/leanserver", "./cmd/sdkserver", "./cmd/floorchild",
 	"./clients/floor", "./clients/gosdk", "./clients/mcpgo"}
 
-// SnodoProgram is the Snodo client; it is built when it compiles.
+// SnodoProgram is the Snodo client; it is built when it compiles, twice:
+// without the Wasm host (-tags nowasm, p.Snodo) for the native cases, as a
+// program that uses no Wasm handler links Snodo, and with it (p.SnodoWasm)
+// for the Wasm handler cases.
 const SnodoProgram = "./clients/snodo"
 
 // Build compiles the Go executables into p.Bin. It reports whether the Snodo
@@ -156,7 +159,10 @@ func Build(ctx context.Context, p Paths) (snodo bool, snodoErr error, err error)
 	if _, err := os.Stat(filepath.Join(p.Root, SnodoProgram)); err != nil {
 		return false, fmt.Errorf("%s does not exist", SnodoProgram), nil
 	}
-	if err := goCmd(ctx, p, nil, "build", "-o", filepath.Join(p.Bin, "snodo"), SnodoProgram); err != nil {
+	if err := goCmd(ctx, p, nil, "build", "-tags", "nowasm", "-o", p.Snodo(), SnodoProgram); err != nil {
+		return false, err, nil
+	}
+	if err := goCmd(ctx, p, nil, "build", "-o", p.SnodoWasm(), SnodoProgram); err != nil {
 		return false, err, nil
 	}
 	if err := goCmd(ctx, p, []string{"GOOS=wasip1", "GOARCH=wasm"},
@@ -175,6 +181,12 @@ func goCmd(ctx context.Context, p Paths, env []string, args ...string) error {
 	}
 	return nil
 }
+
+// Snodo is the Snodo client built without the Wasm host.
+func (p Paths) Snodo() string { return filepath.Join(p.Bin, "snodo") }
+
+// SnodoWasm is the Snodo client built with the Wasm host.
+func (p Paths) SnodoWasm() string { return filepath.Join(p.Bin, "snodo-wasm") }
 
 // WasmGo is the Go handler module, built from wasm/answer.
 func (p Paths) WasmGo() string { return filepath.Join(p.Bin, "answer.wasm") }
@@ -200,7 +212,9 @@ func CheckNode(p Paths) error {
 	return nil
 }
 
-// Clients returns the clients to run; Snodo only if withSnodo.
+// Clients returns the clients to run; Snodo only if withSnodo. The Wasm
+// handler variants run the Snodo client built with the Wasm host, the
+// others the one without.
 func Clients(p Paths, withSnodo bool) []Client {
 	cs := []Client{
 		{Name: Floor, Argv: []string{filepath.Join(p.Bin, "floor")}},
@@ -209,13 +223,12 @@ func Clients(p Paths, withSnodo bool) []Client {
 		{Name: TSSDK, Argv: []string{"node", filepath.Join(p.NodeClientDir(), "client.mjs")}},
 	}
 	if withSnodo {
-		bin := filepath.Join(p.Bin, "snodo")
 		cs = append(cs,
-			Client{Name: Snodo, Argv: []string{bin}, Modern: true},
-			Client{Name: SnodoWasmGo, Argv: []string{bin, "--wasm", p.WasmGo()}, Modern: true, ElicitOnly: true})
+			Client{Name: Snodo, Argv: []string{p.Snodo()}, Modern: true},
+			Client{Name: SnodoWasmGo, Argv: []string{p.SnodoWasm(), "--wasm", p.WasmGo()}, Modern: true, ElicitOnly: true})
 		if _, err := os.Stat(p.WasmWAT()); err == nil {
 			cs = append(cs, Client{Name: SnodoWasmWAT, Modern: true, ElicitOnly: true,
-				Argv: []string{bin, "--wasm", p.WasmWAT(), "--wasm-config", `{"answer":"wat"}`, "--wasm-answer", "wat"}})
+				Argv: []string{p.SnodoWasm(), "--wasm", p.WasmWAT(), "--wasm-config", `{"answer":"wat"}`, "--wasm-answer", "wat"}})
 		}
 	}
 	return cs

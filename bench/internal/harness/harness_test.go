@@ -37,6 +37,16 @@ func TestEveryClientRunsEveryCaseWithRepliesChecked(t *testing.T) {
 	if _, statErr := os.Stat(filepath.Join(root, SnodoProgram)); statErr == nil && !withSnodo {
 		t.Fatalf("the Snodo client does not build: %v", snodoErr)
 	}
+	if withSnodo {
+		t.Run("snodo refuses --wasm without the Wasm host", func(t *testing.T) {
+			c := Case{Server: Lean, Era: "modern", Scenario: "elicit", N: 1}
+			cl := Client{Name: Snodo, Argv: []string{p.Snodo(), "--wasm", p.WasmGo()}, Modern: true}
+			res := Run(ctx, p, c, cl, time.Minute)
+			if !strings.Contains(res.Error, "without the Wasm host") {
+				t.Fatalf("bin/snodo --wasm: error %q, want a refusal naming the Wasm host", res.Error)
+			}
+		})
+	}
 	for _, c := range Cases(0.002) {
 		if c.Size > 0 {
 			c.Size = 64 << 10
