@@ -2,9 +2,9 @@ package snodo
 
 import (
 	"context"
+	"strings"
 
 	"go.opentelemetry.io/otel/baggage"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo/jsonrpc"
@@ -39,27 +39,35 @@ type TraceContext struct {
 // Without it, a call whose context holds a valid OpenTelemetry span
 // context (go.opentelemetry.io/otel/trace.ContextWithSpanContext, or a
 // span started by any OpenTelemetry tracer) or baggage carries them,
-// formatted by OpenTelemetry's W3C TraceContext and Baggage propagators. A
-// context with neither costs a call nothing.
+// formatted as OpenTelemetry's W3C TraceContext and Baggage propagators
+// format them. A context with neither costs a call nothing.
 func WithTraceContext(tc TraceContext) CallOption { return func(c *callConfig) { c.trace = &tc } }
-
-// w3c is the propagator of trace context and baggage.
-var w3c = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // traceMembers sets cc.traceMeta: the _meta members of the call's trace
 // context, from WithTraceContext or from ctx, or nil.
+//
+// The members are what OpenTelemetry's W3C TraceContext and Baggage
+// propagators (go.opentelemetry.io/otel/propagation) inject, and an
+// invalid WithTraceContext is what their Extract rejects, written here
+// rather than called: that package also carries HTTP headers and links
+// net/http, which a program using Snodo over stdio otherwise does without
+// (2 MB of executable, and with net's cgo resolver, libc and a dynamic
+// executable). trace_internal_test.go holds the two to the same output.
 func traceMembers(ctx context.Context, cc *callConfig) error {
 	if cc.trace == nil && !trace.SpanContextFromContext(ctx).IsValid() && baggage.FromContext(ctx).Len() == 0 {
 		return nil // the common case: nothing to carry, nothing allocated
 	}
-	carrier := propagation.MapCarrier{}
+	var sc trace.SpanContext
+	var bag string
 	if tc := cc.trace; tc != nil {
-		in := propagation.MapCarrier{metaTraceparent: tc.Traceparent}
-		if tc.Tracestate != "" {
-			in[metaTracestate] = tc.Tracestate
+		scc, ok := parseTraceparent(tc.Traceparent)
+		if ok {
+			// A tracestate that does not parse is dropped, as the
+			// propagator drops it; it is refused below.
+			scc.TraceState, _ = trace.ParseTraceState(tc.Tracestate)
+			scc.Remote = true
+			sc = trace.NewSpanContext(scc)
 		}
-		ectx := propagation.TraceContext{}.Extract(context.Background(), in)
-		sc := trace.SpanContextFromContext(ectx)
 		if !sc.IsValid() {
 			return protocolError(jsonrpc.CodeInvalidParams, nil, "WithTraceContext: invalid traceparent %q", tc.Traceparent)
 		}
@@ -71,23 +79,85 @@ func traceMembers(ctx context.Context, cc *callConfig) error {
 			if err != nil {
 				return protocolError(jsonrpc.CodeInvalidParams, err, "WithTraceContext: invalid baggage %q", tc.Baggage)
 			}
-			ectx = baggage.ContextWithBaggage(ectx, b)
+			bag = b.String()
 		}
-		w3c.Inject(ectx, carrier)
 	} else {
-		w3c.Inject(ctx, carrier)
+		sc = trace.SpanContextFromContext(ctx)
+		bag = baggage.FromContext(ctx).String()
 	}
 	var b []byte
-	for _, k := range []string{metaTraceparent, metaTracestate, metaBaggage} {
-		v, ok := carrier[k]
-		if !ok || v == "" {
-			continue
+	member := func(k, v string) {
+		if v == "" {
+			return
 		}
 		if len(b) > 0 {
 			b = append(b, ',')
 		}
 		b = appendMember(b, k, mustMarshal(v))
 	}
+	if sc.IsValid() {
+		member(metaTraceparent, formatTraceparent(sc))
+		member(metaTracestate, sc.TraceState().String())
+	}
+	member(metaBaggage, bag)
 	cc.traceMeta = b
 	return nil
+}
+
+// traceFlags are the flags a traceparent carries: sampled and random, the
+// ones W3C Trace Context defines.
+const traceFlags = trace.FlagsSampled | trace.FlagsRandom
+
+// formatTraceparent is sc as a version 00 traceparent.
+func formatTraceparent(sc trace.SpanContext) string {
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + (sc.TraceFlags() & traceFlags).String()
+}
+
+// parseTraceparent reads a traceparent header, version-trace id-parent
+// id-flags in lower-case hex. Version 00 allows nothing after the flags
+// and only the two defined flag bits; a later version may add fields and
+// flags, which are ignored; version ff is invalid. The ids are not checked
+// for zero here (trace.SpanContext.IsValid does).
+func parseTraceparent(h string) (scc trace.SpanContextConfig, ok bool) {
+	var version, flags [1]byte
+	if !traceparentField(version[:], &h) || version[0] == 0xff ||
+		!traceparentField(scc.TraceID[:], &h) || !traceparentField(scc.SpanID[:], &h) ||
+		!traceparentField(flags[:], &h) {
+		return trace.SpanContextConfig{}, false
+	}
+	if version[0] == 0 && (h != "" || flags[0] > byte(traceFlags)) {
+		return trace.SpanContextConfig{}, false
+	}
+	scc.TraceFlags = trace.TraceFlags(flags[0]) & traceFlags
+	return scc, true
+}
+
+// traceparentField decodes the next dash-separated field of *h into dst:
+// exactly 2×len(dst) lower-case hex digits. *h becomes what follows the
+// dash.
+func traceparentField(dst []byte, h *string) bool {
+	field, rest, _ := strings.Cut(*h, "-")
+	*h = rest
+	if len(field) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := lowerHexDigit(field[2*i])
+		lo, ok2 := lowerHexDigit(field[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func lowerHexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
