@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -711,6 +712,41 @@ func saysTaskRequired(msg string) bool {
 }
 
 func toolParams(p toolCallParams) ([]byte, error) {
+	if p.Meta == nil && p.Task == nil {
+		if b, ok := appendToolParams(p.Name, p.Arguments); ok {
+			return b, nil
+		}
+	}
+	return marshalToolParams(p)
+}
+
+// appendToolParams encodes the params of a plain tools/call whose
+// arguments are nil or a map[string]any, as marshal encodes them (with the
+// arguments' keys sorted): see jsoncodec.AppendAny. It reports false for
+// other arguments, or a map holding what AppendAny leaves to the codec.
+func appendToolParams(name string, arguments any) ([]byte, bool) {
+	if arguments != nil {
+		if _, ok := arguments.(map[string]any); !ok {
+			return nil, false
+		}
+	}
+	// Encoded on the stack, then copied once to the heap at its size.
+	var scratch [512]byte
+	b, ok := jsoncodec.AppendAny(append(scratch[:0], `{"name":`...), name)
+	if !ok {
+		return nil, false // not where AppendAny encodes as the codec does
+	}
+	if arguments != nil {
+		b = append(b, `,"arguments":`...)
+		if b, ok = jsoncodec.AppendAny(b, arguments); !ok {
+			return nil, false
+		}
+	}
+	b = append(b, '}')
+	return bytes.Clone(b), true
+}
+
+func marshalToolParams(p toolCallParams) ([]byte, error) {
 	defer firstEncode(reflect.TypeOf(p.Arguments))()
 	b, err := marshal(p)
 	if err != nil {

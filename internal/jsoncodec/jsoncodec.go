@@ -1,7 +1,8 @@
-// Package jsoncodec is Snodo's JSON decoding below the public API: a sonic
-// decode that does not copy its input, and a scanner that reads the
-// top-level members of an object without decoding it. The root package,
-// jsonrpc and the transports share it.
+// Package jsoncodec is Snodo's JSON coding below the public API: a sonic
+// decode that does not copy its input, a scanner that reads the top-level
+// members of an object without decoding it, and an encoder of the values
+// decoded JSON is made of that writes what sonic writes, without
+// reflection. The root package, jsonrpc and the transports share it.
 package jsoncodec
 
 import (
