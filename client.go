@@ -470,6 +470,17 @@ func (c *Client) callConfig(opts []CallOption) *callConfig {
 // nil) and returns the complete result. In the modern era it reads the
 // result type and runs the multi round-trip loop.
 func (c *Client) call(ctx context.Context, method string, params []byte, cc *callConfig) (json.RawMessage, error) {
+	return c.callParams(ctx, method, params, false, cc)
+}
+
+// callOwn is call for params encoded for this call alone, compact, which
+// nothing else reads or writes: a request that adds nothing to them sends
+// them as they are instead of a copy.
+func (c *Client) callOwn(ctx context.Context, method string, params []byte, cc *callConfig) (json.RawMessage, error) {
+	return c.callParams(ctx, method, params, true, cc)
+}
+
+func (c *Client) callParams(ctx context.Context, method string, params []byte, own bool, cc *callConfig) (json.RawMessage, error) {
 	var (
 		inputResponses []byte          // this round's answers, or nil
 		requestState   json.RawMessage // the server's state, verbatim, or nil
@@ -507,7 +518,7 @@ func (c *Client) call(ctx context.Context, method string, params []byte, cc *cal
 		if onProgress != nil {
 			tokenID, token = c.progressToken()
 		}
-		p, err := buildParams(d, cc, token, params, tail)
+		p, err := buildParams(d, cc, token, params, tail, own)
 		if err != nil {
 			return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for %s", method)
 		}

@@ -38,7 +38,7 @@ type dialect interface {
 	ProtocolVersion() string
 
 	// metaMembers appends the dialect's _meta members for one request;
-	// metaSize is about how many bytes they take.
+	// metaSize is about how many bytes they take, 0 when it appends none.
 	metaMembers(dst []byte, logLevel LogLevel) []byte
 	metaSize() int
 }
@@ -216,11 +216,18 @@ func joinComma(s []string) string {
 // buildParams returns the params object of one request: _meta (the
 // dialect's members, the progress token, and the caller's own _meta
 // members), then the method's members from base (a JSON object or nil),
-// then the members in tail (already encoded, comma-joined).
-func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, tail []byte) ([]byte, error) {
+// then the members in tail (already encoded, comma-joined). With own, base
+// is a compact object encoded for this request alone, and is returned
+// itself when nothing is added to it.
+func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, tail []byte, own bool) ([]byte, error) {
 	base = bytes.TrimSpace(base)
+	hasMeta := len(base) > 0 && bytes.Contains(base, []byte(`"_meta"`))
+	if own && !hasMeta && d.metaSize() == 0 && progressToken == nil && len(cc.traceMeta) == 0 && len(tail) == 0 &&
+		len(base) >= 2 && base[0] == '{' && base[len(base)-1] == '}' && len(objectBody(base)) == len(base)-2 {
+		return base, nil
+	}
 	var userMeta map[string]json.RawMessage
-	if len(base) > 0 && bytes.Contains(base, []byte(`"_meta"`)) {
+	if hasMeta {
 		um, b, err := splitUserMeta(base)
 		if err != nil {
 			return nil, err

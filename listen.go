@@ -81,7 +81,7 @@ func (c *Client) listen(ctx context.Context, filter SubscriptionFilter, opts []C
 	if err := c.prepareCall(ctx, "subscriptions/listen", cc); err != nil {
 		return SubscriptionFilter{}, nil, err
 	}
-	params, err := buildParams(c.dialect, cc, nil, base, nil)
+	params, err := buildParams(c.dialect, cc, nil, base, nil, false)
 	if err != nil {
 		return SubscriptionFilter{}, nil, err
 	}

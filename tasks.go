@@ -583,7 +583,7 @@ func (c *Client) callTool(ctx context.Context, name string, arguments any, cc *c
 		if err != nil {
 			return nil, err
 		}
-		raw, err := c.call(ctx, "tools/call", params, &tcc)
+		raw, err := c.callOwn(ctx, "tools/call", params, &tcc)
 		if err != nil {
 			return nil, err
 		}
@@ -620,7 +620,7 @@ func (c *Client) callTool(ctx context.Context, name string, arguments any, cc *c
 		if err != nil {
 			return nil, err
 		}
-		raw, err := c.call(ctx, "tools/call", params, cc)
+		raw, err := c.callOwn(ctx, "tools/call", params, cc)
 		if err == nil {
 			res, err := decodeToolResult(raw)
 			// Only a result without content can be a CreateTaskResult:

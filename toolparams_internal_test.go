@@ -112,3 +112,47 @@ func sameJSON(a, b []byte) bool {
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
 }
+
+// TestBuildParamsOwn checks that params encoded for the request alone are
+// sent as they are when nothing is added to them, and that the params are
+// otherwise the ones built without own.
+func TestBuildParamsOwn(t *testing.T) {
+	legacy := legacyDialect{version: Version20251125}
+	modern := newModernDialect("2026-07-28", Implementation{Name: "c", Version: "1"}, json.RawMessage(`{}`))
+	plain := &callConfig{}
+	traced := &callConfig{traceMeta: []byte(`"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"`)}
+	for _, tc := range []struct {
+		d        dialect
+		cc       *callConfig
+		token    []byte
+		base     string
+		tail     string
+		sameBase bool
+	}{
+		{legacy, plain, nil, `{"name":"echo","arguments":{"text":"hi"}}`, "", true},
+		{legacy, plain, nil, `{}`, "", true},
+		{legacy, plain, nil, `{"name":"echo","arguments":{"_meta":{"a":1}}}`, "", false},
+		{legacy, plain, nil, `{"_meta":{"a":1},"name":"echo"}`, "", false},
+		{legacy, plain, []byte(`"snodo-1"`), `{"name":"echo"}`, "", false},
+		{legacy, traced, nil, `{"name":"echo"}`, "", false},
+		{legacy, plain, nil, `{"name":"echo"}`, `"requestState":"s"`, false},
+		{legacy, plain, nil, `{ "name":"echo" }`, "", false},
+		{modern, plain, nil, `{"name":"echo"}`, "", false},
+	} {
+		base := []byte(tc.base)
+		want, err := buildParams(tc.d, tc.cc, tc.token, base, []byte(tc.tail), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := buildParams(tc.d, tc.cc, tc.token, base, []byte(tc.tail), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(got, want) || !strings.HasPrefix(string(want), "{") {
+			t.Errorf("%s: own %s, not own %s", tc.base, got, want)
+		}
+		if same := &got[0] == &base[0]; same != tc.sameBase {
+			t.Errorf("%s: params sent as they are: %v, want %v", tc.base, same, tc.sameBase)
+		}
+	}
+}
