@@ -153,5 +153,10 @@ type CallToolResult struct {
 //
 // A tool's own failure is a result with IsError set, not an error.
 func (c *Client) CallTool(ctx context.Context, name string, arguments any, opts ...CallOption) (*CallToolResult, error) {
+	if len(opts) == 0 {
+		// No option sees the configuration: it stays on the stack.
+		cc := callConfig{timeout: c.cfg.timeout}
+		return c.callTool(ctx, name, arguments, &cc)
+	}
 	return c.callTool(ctx, name, arguments, c.callConfig(opts))
 }
