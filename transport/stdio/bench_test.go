@@ -129,7 +129,15 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 // BenchmarkConcurrent64 is 64 goroutines with requests in flight at once;
 // ns/op is per request.
-func BenchmarkConcurrent64(b *testing.B) {
+func BenchmarkConcurrent64(b *testing.B) { benchConcurrent64(b, transport.RequestOptions{}) }
+
+// BenchmarkConcurrent64Timeout is BenchmarkConcurrent64 with a timeout on
+// each request, as the root package's client gives them (60 s by default).
+func BenchmarkConcurrent64Timeout(b *testing.B) {
+	benchConcurrent64(b, transport.RequestOptions{Timeout: time.Minute})
+}
+
+func benchConcurrent64(b *testing.B, opts transport.RequestOptions) {
 	c := benchConn(b, "echo")
 	req := &jsonrpc.Request{Method: "tools/call", Params: benchParams}
 	var left atomic.Int64
@@ -142,7 +150,7 @@ func BenchmarkConcurrent64(b *testing.B) {
 	for range 64 {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 {
-				if _, err := c.Request(context.Background(), req, transport.RequestOptions{}); err != nil {
+				if _, err := c.Request(context.Background(), req, opts); err != nil {
 					b.Error(err)
 					return
 				}

@@ -230,3 +230,67 @@ func TestIDStillInFlightIsRefused(t *testing.T) {
 	_, err = c.Request(context.Background(), &jsonrpc.Request{ID: sub.ID(), Method: "echo"}, transport.RequestOptions{})
 	wantCode(t, err, jsonrpc.CodeInvalidRequest)
 }
+
+// Callers waiting without the baton reuse their response timers from
+// request to request: a timer reused with a shorter timeout still fires at
+// it, and one stopped after a short timeout does not fail a later request
+// with a longer one.
+func TestReusedTimeoutsFireOnlyWhenDue(t *testing.T) {
+	c := connect(t, config("script"))
+	const callers = 32
+	run := func(f func(g, i int) error) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, callers)
+		for g := range callers {
+			wg.Go(func() {
+				for i := range 10 {
+					if err := f(g, i); err != nil {
+						errs <- fmt.Errorf("caller %d request %d: %w", g, i, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	// A timer that does not fire leaves the request to this context: its
+	// cancellation is -32603, not the timeout's -32001.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sleep := func(ms int, timeout time.Duration) error {
+		_, err := c.Request(ctx, &jsonrpc.Request{Method: "test/sleep", Params: mustJSON(map[string]any{"ms": ms})},
+			transport.RequestOptions{Timeout: timeout})
+		return err
+	}
+	// Long timeouts, stopped before they fire.
+	run(func(g, i int) error { return sleep(i%3, time.Minute) })
+	// Short timeouts, some stopped before they fire, then longer ones.
+	run(func(g, i int) error {
+		if i%2 == 0 {
+			sleep(0, 20*time.Millisecond) // may time out on a loaded machine
+			return nil
+		}
+		return sleep(50, time.Minute)
+	})
+	// A timeout shorter than the one the timer last had.
+	start := time.Now()
+	time.AfterFunc(20*time.Second, cancel)
+	run(func(g, i int) error {
+		if i > 0 {
+			return nil
+		}
+		err := sleep(600000, 30*time.Millisecond)
+		if je := (*jsonrpc.Error)(nil); !errors.As(err, &je) || je.Code != jsonrpc.CodeRequestTimeout {
+			return fmt.Errorf("error %v, want -32001", err)
+		}
+		return nil
+	})
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the 30 ms timeouts took %v", d)
+	}
+}

@@ -23,6 +23,11 @@ type call struct {
 	// prog holds progress waiting for the caller, which takes it in
 	// batches (internal/progq); nil without OnProgress.
 	prog *progq.Queue
+
+	// timer is the response timeout of a caller that waits without the
+	// baton, stopped before it fired, kept with the call for its next
+	// request; nil when there is none to reuse.
+	timer *time.Timer
 }
 
 // Request sends req and waits for its response, which it returns as it
@@ -114,7 +119,7 @@ func (cl *call) recycle() {
 	if cl.prog != nil || len(cl.resp) != 0 {
 		return
 	}
-	*cl = call{resp: cl.resp}
+	*cl = call{resp: cl.resp, timer: cl.timer}
 	callPool.Put(cl)
 }
 
@@ -168,8 +173,10 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 	}
 	arm()
 	defer func() {
-		if timer != nil {
-			timer.Stop()
+		if timer != nil && timer.Stop() {
+			// Stopped before it fired: nothing is in its channel, nor
+			// will be, so the call's next request may reset it.
+			cl.timer = timer
 		}
 	}()
 	timeout := func() error {
@@ -290,7 +297,11 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			continue
 		}
 		if !deadline.IsZero() && timer == nil {
-			timer = time.NewTimer(time.Until(deadline))
+			if timer, cl.timer = cl.timer, nil; timer != nil {
+				timer.Reset(time.Until(deadline))
+			} else {
+				timer = time.NewTimer(time.Until(deadline))
+			}
 			timerC = timer.C
 		}
 		received := func(resp *jsonrpc.Response) (*jsonrpc.Response, error) {
