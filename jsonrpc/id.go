@@ -7,18 +7,23 @@ import (
 
 // ID is a JSON-RPC request ID: a string or an integer, never null.
 //
-// Integers are kept as their exact decimal text, so an ID larger than any Go
-// integer type survives a round trip unchanged. ID is comparable and can be
-// used as a map key; the zero ID is "no ID" (a notification, or the null ID
-// of an error response to an unreadable request).
+// Integers that fit an int64 are kept as one; larger ones as their exact
+// decimal text, so an ID larger than any Go integer type survives a round
+// trip unchanged. ID is comparable and can be used as a map key; the zero ID
+// is "no ID" (a notification, or the null ID of an error response to an
+// unreadable request).
 type ID struct {
-	text     string // the string value, or the integer's decimal digits
+	// text is the string value, or the decimal digits of an integer that
+	// does not fit an int64; empty for one that does, which is n. Each
+	// ID has one form, so that == compares IDs.
+	text     string
+	n        int64
 	isString bool
 	valid    bool
 }
 
 // Int64ID returns an integer ID.
-func Int64ID(n int64) ID { return ID{text: strconv.FormatInt(n, 10), valid: true} }
+func Int64ID(n int64) ID { return ID{n: n, valid: true} }
 
 // StringID returns a string ID.
 func StringID(s string) ID { return ID{text: s, isString: true, valid: true} }
@@ -32,11 +37,10 @@ func (id ID) IsString() bool { return id.isString }
 // Int64 returns the ID as an int64, and false if it is a string or does not
 // fit.
 func (id ID) Int64() (int64, bool) {
-	if !id.valid || id.isString {
+	if !id.valid || id.isString || id.text != "" {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(id.text, 10, 64)
-	return n, err == nil
+	return id.n, true
 }
 
 // String returns the ID as text: the string itself, or the integer's digits.
@@ -44,6 +48,9 @@ func (id ID) Int64() (int64, bool) {
 func (id ID) String() string {
 	if !id.valid {
 		return "<none>"
+	}
+	if !id.isString && id.text == "" {
+		return strconv.FormatInt(id.n, 10)
 	}
 	return id.text
 }
@@ -55,6 +62,8 @@ func (id ID) AppendJSON(dst []byte) []byte {
 		return append(dst, "null"...)
 	case id.isString:
 		return appendString(dst, id.text)
+	case id.text == "":
+		return strconv.AppendInt(dst, id.n, 10)
 	default:
 		return append(dst, id.text...)
 	}
@@ -114,8 +123,8 @@ func parseID(b []byte) (ID, error) {
 			return ID{}, errBadID
 		}
 	}
-	if string(b) == "-0" {
-		b = b[1:]
+	if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+		return Int64ID(n), nil // -0 is 0
 	}
 	return ID{text: string(b), valid: true}, nil
 }

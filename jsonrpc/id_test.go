@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 )
 
@@ -101,6 +102,46 @@ func TestParseID(t *testing.T) {
 	for _, raw := range []string{``, `null`, `1.5`, `{}`, `[1]`, `true`} {
 		if id, ok := ParseID([]byte(raw)); ok {
 			t.Errorf("ParseID(%q) = %v, true; want false", raw, id)
+		}
+	}
+}
+
+// An integer ID is the same ID however it was made, at the edges of int64
+// and beyond them: decoded, constructed, negative zero.
+func TestIDIntegerForms(t *testing.T) {
+	for _, tc := range []struct {
+		raw   string
+		n     int64
+		fits  bool
+		text  string
+		equal ID
+	}{
+		{`0`, 0, true, "0", Int64ID(0)},
+		{`-0`, 0, true, "0", Int64ID(0)},
+		{`123456`, 123456, true, "123456", Int64ID(123456)},
+		{`-42`, -42, true, "-42", Int64ID(-42)},
+		{`9223372036854775807`, math.MaxInt64, true, "9223372036854775807", Int64ID(math.MaxInt64)},
+		{`-9223372036854775808`, math.MinInt64, true, "-9223372036854775808", Int64ID(math.MinInt64)},
+		{`9223372036854775808`, 0, false, "9223372036854775808", ID{}},
+		{`-9223372036854775809`, 0, false, "-9223372036854775809", ID{}},
+	} {
+		id, ok := ParseID([]byte(tc.raw))
+		if !ok || id.IsString() {
+			t.Fatalf("%s: %v, %v", tc.raw, id, ok)
+		}
+		n, fits := id.Int64()
+		if fits != tc.fits || n != tc.n {
+			t.Errorf("%s: Int64() = %d, %v", tc.raw, n, fits)
+		}
+		if id.String() != tc.text || string(id.AppendJSON(nil)) != tc.text {
+			t.Errorf("%s: String %q, JSON %s", tc.raw, id.String(), id.AppendJSON(nil))
+		}
+		if tc.fits && id != tc.equal {
+			t.Errorf("%s: %#v != %#v", tc.raw, id, tc.equal)
+		}
+		again, _ := ParseID(id.AppendJSON(nil))
+		if again != id || again == StringID(tc.text) {
+			t.Errorf("%s: decoded again as %#v", tc.raw, again)
 		}
 	}
 }
