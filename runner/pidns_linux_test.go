@@ -35,6 +35,14 @@ func startInNamespace(t *testing.T, scenario string, ns *PIDNamespace) (*Runner,
 	_, _ = rand.Read(b)
 	mark := hex.EncodeToString(b)
 	var log syncBuffer
+	// A polite server exits at EOF: it gets all the grace it may need on
+	// a loaded machine (a race-enabled test binary took over 100 ms to exit
+	// at load 10), and costs no more when it is quick. The stubborn one
+	// ignores EOF and SIGTERM: its grace is short, to see the signals.
+	grace := 10 * time.Second
+	if scenario == "stubborn-mcp" {
+		grace = 100 * time.Millisecond
+	}
 	rt, err := Start(context.Background(), Config{
 		Server: Server{Command: os.Args[0], Env: []EnvVar{
 			{Name: helperEnv, Value: scenario}, {Name: nsMarkEnv, Value: mark},
@@ -43,7 +51,7 @@ func startInNamespace(t *testing.T, scenario string, ns *PIDNamespace) (*Runner,
 			{Name: "GORACE", Value: strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")},
 		}},
 		Protocol:      "legacy",
-		ShutdownGrace: 100 * time.Millisecond,
+		ShutdownGrace: grace,
 		Logger:        slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		PIDNamespace:  ns,
 	})
