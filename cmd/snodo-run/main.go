@@ -25,15 +25,22 @@ func main() {
 	// The init of the server's PID namespace is snodo-run run again.
 	runner.Init()
 	memoryDefaults()
+	stdin, restore := pollableStdin(os.Stdin)
+	restoreStdin = restore // before a signal's exit may call it
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	stderr := &gatedWriter{w: os.Stderr}
 	go onSignals(sigs, cancel, stderr)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, stderr)
+	code := run(ctx, os.Args[1:], stdin, os.Stdout, stderr)
 	exiting.Lock() // a second signal's exit, under way, goes first
+	restoreStdin()
 	os.Exit(code)
 }
+
+// restoreStdin gives standard input back the flags pollableStdin changed,
+// before the process exits.
+var restoreStdin = func() {}
 
 // snodo-run's garbage collector settings, where the environment does not
 // set GOGC or GOMEMLIMIT (which keep their meaning, as Go defines them).
@@ -110,6 +117,7 @@ func onSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr *ga
 	code := signalExitCode(second)
 	reportError(w, &cliError{code: code, kind: "interrupted",
 		err: fmt.Errorf("%v received twice: the server's process group and descendants were killed", second)})
+	restoreStdin()
 	os.Exit(code)
 }
 
