@@ -80,13 +80,12 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 		return nil, err
 	}
 	if !r.ID.IsValid() {
-		r.ID = c.newIDLocked()
-	}
-	cl.id = r.ID
-	if c.pending[r.ID] != nil || c.listens[r.ID] != nil {
+		r.ID = c.newIDLocked() // in flight nowhere
+	} else if c.pending[r.ID] != nil || c.listens[r.ID] != nil {
 		c.mu.Unlock()
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
 	}
+	cl.id = r.ID
 	c.pending[r.ID] = cl
 	c.npending.Store(int32(len(c.pending)))
 	if cl.token.IsValid() {
@@ -128,7 +127,7 @@ func (cl *call) recycle() {
 func (c *Conn) newIDLocked() jsonrpc.ID {
 	for {
 		id := jsonrpc.Int64ID(c.nextID.Add(1))
-		if c.pending[id] == nil && c.listens[id] == nil {
+		if c.pending[id] == nil && (len(c.listens) == 0 || c.listens[id] == nil) {
 			return id
 		}
 	}
