@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/bytedance/sonic/encoder"
@@ -36,16 +37,40 @@ func AppendAny(dst []byte, v any) (_ []byte, ok bool) {
 }
 
 // AppendString appends s as a JSON string, escaped as AppendAny escapes
-// strings.
-func AppendString(dst []byte, s string) []byte {
+// strings: invalid UTF-8 is kept as it is.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s, false) }
+
+// AppendStringValid appends s as a JSON string, with invalid UTF-8 replaced
+// by U+FFFD as encoding/json does; otherwise escaped as AppendString.
+func AppendStringValid(dst []byte, s string) []byte { return appendString(dst, s, true) }
+
+func appendString(dst []byte, s string, repair bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plainWord(binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))) {
-			i += 8
-			continue
+		if i+8 <= len(s) {
+			// Eight bytes at a time while none needs an escape (nor,
+			// when repairing, is outside ASCII).
+			w := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))
+			if plainWord(w) && (!repair || w&msbs == 0) {
+				i += 8
+				continue
+			}
 		}
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			size := 1
+			if repair {
+				var r rune
+				if r, size = utf8.DecodeRuneInString(s[i:]); r == utf8.RuneError && size == 1 {
+					dst = append(dst, s[start:i]...)
+					dst = append(dst, "\uFFFD"...) // U+FFFD, as UTF-8
+					start = i + 1
+				}
+			}
+			i += size
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' {
 			i++
 			continue

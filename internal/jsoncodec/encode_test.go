@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/bytedance/sonic"
 )
@@ -176,7 +177,26 @@ func FuzzAppendString(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		checkSame(t, s)
 		checkSame(t, map[string]any{s: s, "k" + s: []any{s}})
+		checkValid(t, s)
 	})
+}
+
+// checkValid: AppendStringValid writes valid UTF-8 JSON that reads back as
+// the string encoding/json writes for s, each invalid byte U+FFFD.
+func checkValid(t *testing.T, s string) {
+	t.Helper()
+	got := AppendStringValid(nil, s)
+	if !utf8.Valid(got) {
+		t.Fatalf("AppendStringValid(%q) = %q: not UTF-8", s, got)
+	}
+	ref, _ := json.Marshal(s)
+	var a, b string
+	if err := json.Unmarshal(got, &a); err != nil {
+		t.Fatalf("AppendStringValid(%q) = %q: %v", s, got, err)
+	}
+	if err := json.Unmarshal(ref, &b); err != nil || a != b {
+		t.Fatalf("AppendStringValid(%q) reads back as %q, encoding/json's as %q", s, a, b)
+	}
 }
 
 func FuzzAppendFloat(f *testing.F) {
