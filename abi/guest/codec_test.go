@@ -152,6 +152,50 @@ func compareDecode[T any](t *testing.T, data []byte) {
 	if err == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%T from %q:\n got %#v\nwant %#v", got, data, got, want)
 	}
+	if r, ok := any(&got).(*ElicitRequest); ok {
+		// Properties decode through the SDK's own decoder under
+		// encoding/json too (UnmarshalJSON): compare them with what
+		// encoding/json makes of the object as a map.
+		var ref refElicitRequest
+		refErr := json.Unmarshal(data, &ref)
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("ElicitRequest from %q: error %v, encoding/json with a map %v", data, err, refErr)
+		}
+		if err == nil && !reflect.DeepEqual(r.asRef(), ref) {
+			t.Fatalf("ElicitRequest from %q:\n got %#v\nwant %#v", data, r.asRef(), ref)
+		}
+	}
+}
+
+// refElicitRequest is ElicitRequest with its properties in a map, as
+// encoding/json decodes them without the SDK.
+type refElicitRequest struct {
+	Mode            string `json:"mode,omitempty"`
+	Message         string `json:"message"`
+	RequestedSchema struct {
+		Type       string                    `json:"type"`
+		Properties map[string]PropertySchema `json:"properties,omitempty"`
+		Required   []string                  `json:"required,omitempty"`
+	} `json:"requestedSchema"`
+	URL           string          `json:"url,omitempty"`
+	ElicitationID string          `json:"elicitationId,omitempty"`
+	Meta          json.RawMessage `json:"_meta,omitempty"`
+}
+
+func (r *ElicitRequest) asRef() refElicitRequest {
+	ref := refElicitRequest{Mode: r.Mode, Message: r.Message, URL: r.URL, ElicitationID: r.ElicitationID, Meta: r.Meta}
+	ref.RequestedSchema.Type = r.RequestedSchema.Type
+	ref.RequestedSchema.Required = r.RequestedSchema.Required
+	if ps := r.RequestedSchema.Properties; ps != nil {
+		ref.RequestedSchema.Properties = map[string]PropertySchema{}
+		for _, p := range ps {
+			if _, twice := ref.RequestedSchema.Properties[p.Name]; twice {
+				panic("property " + p.Name + " twice")
+			}
+			ref.RequestedSchema.Properties[p.Name] = p.PropertySchema
+		}
+	}
+	return ref
 }
 
 // textWithEncodingJSON is SamplingMessage.Text as it was written with
@@ -209,12 +253,12 @@ func TestKeptRequestSurvivesTheNextInput(t *testing.T) {
 	for i := range input {
 		input[i] = 'X'
 	}
-	if kept.Message != "hello" || string(kept.Meta) != `{"a":1}` || string(kept.RequestedSchema.Properties["p"].Default) != `"d"` {
+	if kept.Message != "hello" || string(kept.Meta) != `{"a":1}` || string(kept.RequestedSchema.Properties[0].Default) != `"d"` {
 		t.Fatalf("kept request changed with the input: %+v", kept)
 	}
 	// A raw value's capacity ends with it: appending to it copies.
 	meta := append(kept.Meta, '!')
-	if string(kept.RequestedSchema.Properties["p"].Default) != `"d"` || string(meta) != `{"a":1}!` {
+	if string(kept.RequestedSchema.Properties[0].Default) != `"d"` || string(meta) != `{"a":1}!` {
 		t.Fatalf("append to a raw value wrote over the input: %+v", kept)
 	}
 }
@@ -249,7 +293,12 @@ func (marshalerValue) MarshalJSON() ([]byte, error) { return []byte(`{"custom" :
 
 func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	values := []any{
-		ElicitResult{Action: Accept, Content: map[string]any{
+		ElicitResult{Action: Accept, Content: Fields{
+			Bool("b", true), Bool("f", false), Number("big", 1e21), Integer("i", 42), Integer("min", math.MinInt64),
+			Number("n", 1.5), Number("neg", -2.5e-9), Strings("nil", nil), String("s", "<a href=\"x\">&amp;</a>\u2028\u2029\x00\x1f\x7f\b\f\n\r\t\\ é \xff\xfe"),
+			Number("small", 1e-7), Strings("ss", []string{"a", "<b>"}), Number("zero", 0),
+		}},
+		&Error{Code: 1, Message: "m", Data: map[string]any{
 			"s": "<a href=\"x\">&amp;</a>\u2028\u2029\x00\x1f\x7f\b\f\n\r\t\\ é \xff\xfe",
 			"i": 42, "i8": int8(-8), "i16": int16(16), "i32": int32(-32), "i64": int64(math.MinInt64),
 			"u": uint(7), "u8": uint8(8), "u16": uint16(16), "u32": uint32(32), "u64": uint64(math.MaxUint64),
@@ -260,7 +309,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 			"marshaler": marshalerValue{}, "text": Text("t"), "texts": []TextContent{Text("a")},
 		}},
 		ElicitResult{Action: Decline},
-		ElicitResult{Action: Cancel, Content: map[string]any{}},
+		ElicitResult{Action: Cancel, Content: Fields{}},
 		SamplingResult{Role: "assistant", Content: Text("hi"), Model: "m", StopReason: "endTurn"},
 		SamplingResult{Role: "assistant", Model: "m"},
 		SamplingResult{Content: []TextContent{Text("a"), Text("<b>")}},
@@ -285,7 +334,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	for _, v := range []any{math.NaN(), math.Inf(1), float32(math.Inf(-1)), make(chan int)} {
-		if _, err := marshalAppend(nil, ElicitResult{Action: Accept, Content: map[string]any{"x": v}}); err == nil {
+		if _, err := marshalAppend(nil, &Error{Message: "m", Data: map[string]any{"x": v}}); err == nil {
 			t.Errorf("%v encoded without error", v)
 		}
 	}

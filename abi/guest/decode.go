@@ -741,6 +741,9 @@ var requestFields = []string{"method", "params"}
 // envelope has been read. An error with a nil handler is the envelope's,
 // with a handler the params'.
 func (d *decoder) request() (h handler, method string, err error) {
+	if h, method, err, ok := d.hostRequest(); ok {
+		return h, method, err
+	}
 	d.where = "abi.Request"
 	d.ws()
 	var (
@@ -760,7 +763,7 @@ func (d *decoder) request() (h handler, method string, err error) {
 			inPlace, paramErr = nil, nil
 		case 1:
 			start, depth := d.i, d.depth
-			inPlace, paramErr = handlers[method], nil
+			inPlace, paramErr = handlerFor(method), nil
 			if inPlace == nil {
 				err = d.skip()
 			} else {
@@ -788,7 +791,7 @@ func (d *decoder) request() (h handler, method string, err error) {
 		// The method has not changed since the params were decoded.
 		return inPlace, method, paramErr
 	}
-	if h = handlers[method]; h == nil {
+	if h = handlerFor(method); h == nil {
 		return nil, method, nil
 	}
 	h.reset()
@@ -800,6 +803,49 @@ func (d *decoder) request() (h handler, method string, err error) {
 		}
 	}
 	return h, method, nil
+}
+
+// hostRequest reads snodo_handle's input when it is exactly as the host
+// writes it (abi.AppendRequest): {"method":"…","params":…} with a method
+// without escapes, no white space around the envelope's keys, and a
+// registered handler for the method. It is request's fast path: ok is
+// false, with the cursor unmoved, for any other input, which request then
+// reads the general way.
+func (d *decoder) hostRequest() (h handler, method string, err error, ok bool) {
+	const head, mid = `{"method":"`, `","params":`
+	data := d.data
+	if len(data) < len(head)+len(mid)+2 || string(data[:len(head)]) != head {
+		return nil, "", nil, false
+	}
+	i := len(head)
+	end := plain(data, i)
+	for end < len(data) && data[end] != '"' && data[end] >= 0x20 && data[end] < 0x80 && data[end] != '\\' {
+		end++
+	}
+	if end+len(mid) >= len(data) || string(data[end:end+len(mid)]) != mid {
+		return nil, "", nil, false
+	}
+	method = unsafe.String(&data[i], end-i)
+	if h = handlerFor(method); h == nil {
+		return nil, "", nil, false
+	}
+	start := end + len(mid)
+	d.i, d.where = start, "abi.Request"
+	h.reset()
+	if err = h.decode(d); err == nil {
+		d.where = "abi.Request"
+		d.ws()
+		if d.i < len(data) && data[d.i] == '}' {
+			d.i++
+			if d.end() == nil {
+				return h, method, nil, true
+			}
+		}
+	}
+	// Anything else, a params error included, is read again the general
+	// way, which finds the envelope's errors first, as encoding/json does.
+	*d = decoder{data: data, scratch: d.scratch}
+	return nil, "", nil, false
 }
 
 // decodeProgressEnvelope reads snodo_progress's input; params is a slice
@@ -896,30 +942,185 @@ func (s *Schema) decodeProperties(d *decoder) error {
 		return d.literal("null")
 	case '{':
 	default:
-		return d.mismatch("map[string]guest.PropertySchema", "properties")
+		return d.mismatch("guest.Properties", "properties")
 	}
+	return s.Properties.decodeJSON(d)
+}
+
+// indexAt is the number of properties or fields from which a repeated
+// name is looked up in a map, not by a scan of those before it.
+const indexAt = 16
+
+// decodeJSON reads the object at the cursor into ps, in order, as
+// encoding/json reads an object into a map: the properties already in ps
+// stay, and a name given again keeps its place and takes the new schema.
+func (ps *Properties) decodeJSON(d *decoder) error {
 	if err := d.openObject(); err != nil {
 		return err
 	}
-	if s.Properties == nil {
-		s.Properties = map[string]PropertySchema{}
+	s := *ps
+	if s == nil {
+		s = Properties{}
 	}
+	var index map[string]int
 	for first := true; ; first = false {
 		key, more, err := d.key(first)
-		if err != nil || !more {
+		if err != nil {
 			return err
 		}
+		if !more {
+			break
+		}
 		name := d.string(key)
-		var p PropertySchema
 		if c := d.peek(); c != '{' && c != 'n' {
 			return d.mismatch("guest.PropertySchema", "properties")
 		}
+		var p PropertySchema
 		if err := p.decodeJSON(d); err != nil {
 			return err
 		}
 		d.where = "Schema"
-		s.Properties[name] = p
+		if index == nil && len(s) >= indexAt {
+			index = make(map[string]int, 2*len(s))
+			for i := range s {
+				if _, ok := index[s[i].Name]; !ok {
+					index[s[i].Name] = i
+				}
+			}
+		}
+		at := -1
+		if index != nil {
+			if i, ok := index[name]; ok {
+				at = i
+			}
+		} else {
+			for i := range s {
+				if s[i].Name == name {
+					at = i
+					break
+				}
+			}
+		}
+		if at >= 0 {
+			s[at].PropertySchema = p
+			continue
+		}
+		s = append(s, Property{Name: name, PropertySchema: p})
+		if index != nil {
+			index[name] = len(s) - 1
+		}
 	}
+	*ps = s
+	return nil
+}
+
+// UnmarshalJSON reads a JSON object into ps, in order (encoding/json calls
+// it; the SDK decodes requests without it).
+func (ps *Properties) UnmarshalJSON(b []byte) error {
+	d := decoder{data: bytes.Clone(b), where: "Schema"}
+	d.ws()
+	if d.peek() == 'n' {
+		return d.done(d.literal("null"))
+	}
+	if d.peek() != '{' {
+		return d.done(d.mismatch("guest.Properties", "properties"))
+	}
+	return d.done(ps.decodeJSON(&d))
+}
+
+// UnmarshalJSON reads a JSON object into fs, in order: a string is a
+// String field, an integer that fits an int64 an Integer, any other number
+// a Number, true and false a Bool, an array of strings a Strings, and null
+// the zero Value.
+func (fs *Fields) UnmarshalJSON(b []byte) error {
+	d := decoder{data: bytes.Clone(b), where: "Fields"}
+	d.ws()
+	switch d.peek() {
+	case 'n':
+		*fs = nil
+		return d.done(d.literal("null"))
+	case '{':
+	default:
+		return d.done(d.mismatch("guest.Fields", "content"))
+	}
+	if err := d.openObject(); err != nil {
+		return err
+	}
+	s := Fields{}
+	for first := true; ; first = false {
+		key, more, err := d.key(first)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		f := Field{Name: d.string(key)}
+		if err := f.Value.decodeJSON(&d); err != nil {
+			return err
+		}
+		s = append(s, f)
+	}
+	if err := d.end(); err != nil {
+		return err
+	}
+	*fs = s
+	return nil
+}
+
+// UnmarshalJSON reads a form value (see Fields.UnmarshalJSON).
+func (v *Value) UnmarshalJSON(b []byte) error {
+	d := decoder{data: bytes.Clone(b), where: "Fields"}
+	d.ws()
+	return d.done(v.decodeJSON(&d))
+}
+
+func (v *Value) decodeJSON(d *decoder) error {
+	switch c := d.peek(); {
+	case c == '"':
+		b, err := d.str()
+		if err != nil {
+			return err
+		}
+		*v = Value{kind: KindString, s: d.string(b)}
+		return nil
+	case c == 't' || c == 'f':
+		lit := "false"
+		if c == 't' {
+			lit = "true"
+		}
+		if err := d.literal(lit); err != nil {
+			return err
+		}
+		*v = Bool("", c == 't').Value
+		return nil
+	case c == 'n':
+		*v = Value{}
+		return d.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		lit, err := d.number()
+		if err != nil {
+			return err
+		}
+		if n, err := strconv.ParseInt(string(lit), 10, 64); err == nil {
+			*v = Integer("", n).Value
+			return nil
+		}
+		f, err := strconv.ParseFloat(string(lit), 64)
+		if err != nil {
+			return fmt.Errorf("cannot unmarshal number %s into guest.Value", lit)
+		}
+		*v = Number("", f).Value
+		return nil
+	case c == '[':
+		var list []string
+		if err := d.stringsField(&list, "content"); err != nil {
+			return err
+		}
+		*v = Strings("", list).Value
+		return nil
+	}
+	return d.mismatch("guest.Value", "content")
 }
 
 var propertyFields = []string{"type", "title", "description", "default", "enum", "format", "minimum", "maximum"}

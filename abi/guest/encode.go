@@ -2,6 +2,7 @@ package guest
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -266,9 +267,110 @@ func (r ElicitResult) appendJSON(b []byte) ([]byte, error) {
 	if len(r.Content) > 0 {
 		b = append(b, `,"content":`...)
 		var err error
-		if b, err = appendMap(b, r.Content); err != nil {
+		if b, err = r.Content.appendJSON(b); err != nil {
 			return b, err
 		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSON appends the fields as a JSON object, in their order; a name
+// given twice is an error.
+func (fs Fields) appendJSON(b []byte) ([]byte, error) {
+	if fs == nil {
+		return append(b, "null"...), nil
+	}
+	var index map[string]struct{}
+	b = append(b, '{')
+	for i := range fs {
+		f := &fs[i]
+		twice := false
+		if i < indexAt {
+			for j := range i {
+				if fs[j].Name == f.Name {
+					twice = true
+					break
+				}
+			}
+		} else {
+			if index == nil {
+				index = make(map[string]struct{}, len(fs))
+				for _, g := range fs[:i] {
+					index[g.Name] = struct{}{}
+				}
+			}
+			_, twice = index[f.Name]
+			index[f.Name] = struct{}{}
+		}
+		if twice {
+			return b, fmt.Errorf("guest: content field %q given twice", f.Name)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, f.Name)
+		b = append(b, ':')
+		var err error
+		if b, err = f.Value.appendJSON(b); err != nil {
+			return b, fmt.Errorf("guest: content field %q: %w", f.Name, err)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSON appends the value as JSON.
+func (v Value) appendJSON(b []byte) ([]byte, error) {
+	switch v.kind {
+	case KindString:
+		return appendString(b, v.s), nil
+	case KindNumber:
+		f := math.Float64frombits(v.n)
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			_, err := json.Marshal(f)
+			return b, err
+		}
+		return appendFloat(b, f, 64, nil)
+	case KindInteger:
+		return strconv.AppendInt(b, int64(v.n), 10), nil
+	case KindBool:
+		return strconv.AppendBool(b, v.n != 0), nil
+	case KindStrings:
+		b = append(b, '[')
+		for i, e := range v.list {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, e)
+		}
+		return append(b, ']'), nil
+	}
+	return append(b, "null"...), nil
+}
+
+// MarshalJSON encodes the fields as a JSON object, as the SDK does (a name
+// given twice is an error).
+func (fs Fields) MarshalJSON() ([]byte, error) { return fs.appendJSON(nil) }
+
+// MarshalJSON encodes the value.
+func (v Value) MarshalJSON() ([]byte, error) { return v.appendJSON(nil) }
+
+// MarshalJSON encodes the properties as a JSON object, in their order.
+func (ps Properties) MarshalJSON() ([]byte, error) {
+	if ps == nil {
+		return []byte("null"), nil
+	}
+	b := []byte{'{'}
+	for i := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, ps[i].Name)
+		b = append(b, ':')
+		s, err := json.Marshal(ps[i].PropertySchema)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, s...)
 	}
 	return append(b, '}'), nil
 }

@@ -9,6 +9,9 @@
 //	func init() {
 //		guest.HandleElicitation(func(ctx guest.Context, req guest.ElicitRequest) (guest.ElicitResult, error) {
 //			ctx.Infof("asked: %s", req.Message)
+//			if _, ok := req.RequestedSchema.Properties.Get("name"); ok {
+//				return guest.ElicitResult{Action: guest.Accept, Content: guest.Fields{guest.String("name", "Ada")}}, nil
+//			}
 //			return guest.ElicitResult{Action: guest.Decline}, nil
 //		})
 //	}
@@ -33,8 +36,13 @@
 // it reads the input, allocates nothing for the request itself, and makes
 // one copy of the input per call, shared by all the strings and raw values
 // of the request (a string a handler keeps keeps that copy alive). Values
-// of other types in a result (a handler's own struct in Content, say) are
-// encoded by encoding/json.
+// of other types in a result (a handler's own struct in a sampling
+// result's Content or an Error's Data, say) are encoded by encoding/json.
+//
+// An elicitation form's fields are a slice, Properties, in the order of the
+// request, and an accepted form's values are one too, Fields, made with
+// String, Number, Integer, Bool and Strings: no map is built, hashed or
+// sorted per call, and the form keeps its order.
 //
 // Between calls, while a garbage collection is marking, the SDK yields to
 // the runtime's own goroutines (the collector's background worker among
@@ -58,7 +66,10 @@ import (
 )
 
 var (
-	handlers = map[string]handler{}
+	// handlers are the module's handlers, one per method: a handful at
+	// most, found by a scan, which under Wasm costs less than hashing the
+	// method for a map.
+	handlers []methodHandler
 	progress func(Context, Progress) (Action, error)
 	events   func(Context, Event) (Action, error)
 	name     string
@@ -74,6 +85,21 @@ func DeclareSamplingTools() { samplingTools = true }
 
 // SetName sets the module's name in its manifest (used in host logs).
 func SetName(n string) { name = n }
+
+type methodHandler struct {
+	method string
+	h      handler
+}
+
+// handlerFor returns the handler of method, or nil.
+func handlerFor(method string) handler {
+	for i := range handlers {
+		if handlers[i].method == method {
+			return handlers[i].h
+		}
+	}
+	return nil
+}
 
 // handler answers one method. Its request lives in the handler, decoded
 // in place while the input is read: an instance runs one call at a time
@@ -125,7 +151,14 @@ func register[Req any, PReq interface {
 	if f == nil {
 		panic("guest: nil handler for " + method)
 	}
-	handlers[method] = &typedHandler[Req, PReq, Res]{f: f}
+	h := &typedHandler[Req, PReq, Res]{f: f}
+	for i := range handlers {
+		if handlers[i].method == method {
+			handlers[i].h = h
+			return
+		}
+	}
+	handlers = append(handlers, methodHandler{method, h})
 }
 
 // HandleElicitation makes the module answer elicitation/create with f.
@@ -199,9 +232,9 @@ func Config(v any) error {
 // manifest returns the module's manifest: what has been registered.
 func manifest() []byte {
 	m := abi.Manifest{ABI: abi.Version, Name: name, Progress: progress != nil, Events: events != nil,
-		SamplingTools: samplingTools && handlers[abi.MethodSamplingCreate] != nil}
+		SamplingTools: samplingTools && handlerFor(abi.MethodSamplingCreate) != nil}
 	for _, method := range abi.KnownMethods {
-		if handlers[method] != nil {
+		if handlerFor(method) != nil {
 			m.Methods = append(m.Methods, method)
 		}
 	}

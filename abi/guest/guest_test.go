@@ -9,7 +9,7 @@ import (
 )
 
 func reset() {
-	handlers = map[string]handler{}
+	handlers = nil
 	progress, events, name, samplingTools = nil, nil, "", false
 	SetTestConfig([]byte("null"))
 }
@@ -55,10 +55,10 @@ func TestTypedElicitationHandler(t *testing.T) {
 		if err := ctx.Config(&cfg); err != nil {
 			return ElicitResult{}, err
 		}
-		if ctx.Method != abi.MethodElicitationCreate || req.RequestedSchema.Properties["name"].Type != "string" {
+		if ctx.Method != abi.MethodElicitationCreate || req.RequestedSchema.Properties[0].Type != "string" {
 			return ElicitResult{}, errors.New("bad request")
 		}
-		return ElicitResult{Action: Accept, Content: map[string]any{"name": cfg.Name}}, nil
+		return ElicitResult{Action: Accept, Content: Fields{String("name", cfg.Name)}}, nil
 	})
 	st, out := Call(abi.ExportHandle, abi.AppendRequest(nil, abi.MethodElicitationCreate,
 		json.RawMessage(`{"message":"?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`)))

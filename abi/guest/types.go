@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // ElicitRequest is the params of elicitation/create (MCP 2025-06-18 and
@@ -23,9 +24,31 @@ type ElicitRequest struct {
 // Schema is the restricted JSON Schema of an elicitation form: an object
 // of primitive properties.
 type Schema struct {
-	Type       string                    `json:"type"`
-	Properties map[string]PropertySchema `json:"properties,omitempty"`
-	Required   []string                  `json:"required,omitempty"`
+	Type       string     `json:"type"`
+	Properties Properties `json:"properties,omitempty"`
+	Required   []string   `json:"required,omitempty"`
+}
+
+// Properties are the fields of an elicitation form, in the order the
+// request lists them (the order a form shows them in). In JSON they are
+// an object, as in the request; a name given twice keeps its first place
+// and its last schema, as a JSON object decoded into a map would.
+type Properties []Property
+
+// Property is one field of an elicitation form: its name and its schema.
+type Property struct {
+	Name string `json:"-"`
+	PropertySchema
+}
+
+// Get returns the schema of the field called name.
+func (ps Properties) Get(name string) (PropertySchema, bool) {
+	for i := range ps {
+		if ps[i].Name == name {
+			return ps[i].PropertySchema, true
+		}
+	}
+	return PropertySchema{}, false
 }
 
 // PropertySchema is one field of an elicitation form.
@@ -43,8 +66,111 @@ type PropertySchema struct {
 // ElicitResult answers an elicitation.
 type ElicitResult struct {
 	// Action is "accept", "decline" or "cancel".
-	Action  string         `json:"action"`
-	Content map[string]any `json:"content,omitempty"`
+	Action string `json:"action"`
+	// Content holds the form's values when the action is "accept":
+	//
+	//	guest.ElicitResult{Action: guest.Accept, Content: guest.Fields{
+	//		guest.String("name", "Ada"),
+	//		guest.Integer("age", 36),
+	//	}}
+	Content Fields `json:"content,omitempty"`
+}
+
+// Fields is the content of an accepted elicitation: each field of the
+// form with its value, written in the order given. In JSON they are an
+// object; a name given twice is an error when the result is encoded.
+type Fields []Field
+
+// Field is one value of an accepted elicitation form. Make one with
+// String, Number, Integer, Bool or Strings: MCP allows those five kinds
+// of value in a form, and no other.
+type Field struct {
+	Name  string
+	Value Value
+}
+
+// Get returns the value of the field called name.
+func (fs Fields) Get(name string) (Value, bool) {
+	for i := range fs {
+		if fs[i].Name == name {
+			return fs[i].Value, true
+		}
+	}
+	return Value{}, false
+}
+
+// Kind is the kind of a Value.
+type Kind uint8
+
+// The kinds of value of an elicitation form. KindStrings is a
+// multiple-choice field's answer (MCP 2025-11-25): an array of strings.
+const (
+	KindNone Kind = iota // the zero Value, which encodes as null
+	KindString
+	KindNumber
+	KindInteger
+	KindBool
+	KindStrings
+)
+
+// Value is the value of a form field: a string, a number, an integer, a
+// boolean or a list of strings, held without an allocation of its own.
+type Value struct {
+	kind Kind
+	s    string
+	n    uint64 // a float64's bits, an int64, or a bool (0 or 1)
+	list []string
+}
+
+// String is a string field.
+func String(name, v string) Field { return Field{name, Value{kind: KindString, s: v}} }
+
+// Number is a number field. NaN and the infinities are not JSON: a result
+// holding one fails to encode.
+func Number(name string, v float64) Field {
+	return Field{name, Value{kind: KindNumber, n: math.Float64bits(v)}}
+}
+
+// Integer is an integer field.
+func Integer(name string, v int64) Field { return Field{name, Value{kind: KindInteger, n: uint64(v)}} }
+
+// Bool is a boolean field.
+func Bool(name string, v bool) Field {
+	var n uint64
+	if v {
+		n = 1
+	}
+	return Field{name, Value{kind: KindBool, n: n}}
+}
+
+// Strings is a field of several strings: the choices of a multiple-choice
+// field (a nil v encodes as []).
+func Strings(name string, v []string) Field {
+	return Field{name, Value{kind: KindStrings, list: v}}
+}
+
+// Kind returns the value's kind.
+func (v Value) Kind() Kind { return v.kind }
+
+// Any returns the value as a string, float64, int64, bool or []string
+// (nil for the zero Value).
+func (v Value) Any() any {
+	switch v.kind {
+	case KindString:
+		return v.s
+	case KindNumber:
+		return math.Float64frombits(v.n)
+	case KindInteger:
+		return int64(v.n)
+	case KindBool:
+		return v.n != 0
+	case KindStrings:
+		if v.list == nil {
+			return []string{}
+		}
+		return v.list
+	}
+	return nil
 }
 
 // Elicitation actions.

@@ -22,7 +22,7 @@ func nativeEcho(_ context.Context, _ string, params json.RawMessage) (json.RawMe
 	if err := json.Unmarshal(params, &req); err != nil {
 		return nil, err
 	}
-	return json.Marshal(guest.ElicitResult{Action: guest.Accept, Content: map[string]any{"echo": req.Message}})
+	return json.Marshal(guest.ElicitResult{Action: guest.Accept, Content: guest.Fields{guest.String("echo", req.Message)}})
 }
 
 func benchHost(b *testing.B) *Host {

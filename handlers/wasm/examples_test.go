@@ -40,7 +40,8 @@ func TestExampleGoElicitationPolicy(t *testing.T) {
 	}`)})
 	for _, c := range []struct{ message, want string }{
 		{"Delete everything?", `{"action":"decline"}`},
-		{"Deploy now?", `{"action":"accept","content":{"confirm":true,"environment":"staging","name":"Snodo","replicas":2}}`},
+		// The fields come in the form's order.
+		{"Deploy now?", `{"action":"accept","content":{"name":"Snodo","environment":"staging","confirm":true,"replicas":2}}`},
 		// "moon" is not in the enum of the required field: onMissing.
 		{"Who are you?", `{"action":"decline"}`},
 	} {

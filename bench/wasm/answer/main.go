@@ -10,7 +10,7 @@ import "github.com/snodo/snodo/abi/guest"
 func init() {
 	guest.SetName("bench-answer")
 	guest.HandleElicitation(func(ctx guest.Context, req guest.ElicitRequest) (guest.ElicitResult, error) {
-		return guest.ElicitResult{Action: guest.Accept, Content: map[string]any{"answer": req.Message}}, nil
+		return guest.ElicitResult{Action: guest.Accept, Content: guest.Fields{guest.String("answer", req.Message)}}, nil
 	})
 }
 

@@ -25,6 +25,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 
@@ -77,27 +78,27 @@ func answer(ctx guest.Context, req guest.ElicitRequest) (guest.ElicitResult, err
 	}
 	values = append(values, cfg.Values)
 
-	content := map[string]any{}
-	for field, prop := range req.RequestedSchema.Properties {
-		v, ok := pick(field, prop, values)
+	content := guest.Fields{}
+	for _, prop := range req.RequestedSchema.Properties {
+		f, ok := pick(prop, values)
 		if !ok {
-			if slices.Contains(req.RequestedSchema.Required, field) {
-				ctx.Infof("no valid value for required field %q: %s", field, cfg.OnMissing)
+			if slices.Contains(req.RequestedSchema.Required, prop.Name) {
+				ctx.Infof("no valid value for required field %q: %s", prop.Name, cfg.OnMissing)
 				return guest.ElicitResult{Action: cfg.OnMissing}, nil
 			}
 			continue
 		}
-		content[field] = v
+		content = append(content, f)
 	}
 	return guest.ElicitResult{Action: guest.Accept, Content: content}, nil
 }
 
 // pick returns the first configured value (or the schema default) for a
 // field that has the field's type and is in its enum.
-func pick(field string, prop guest.PropertySchema, values []map[string]json.RawMessage) (any, bool) {
+func pick(prop guest.Property, values []map[string]json.RawMessage) (guest.Field, bool) {
 	candidates := make([]json.RawMessage, 0, len(values)+1)
 	for _, vs := range values {
-		if raw, ok := vs[field]; ok {
+		if raw, ok := vs[prop.Name]; ok {
 			candidates = append(candidates, raw)
 		}
 	}
@@ -106,30 +107,37 @@ func pick(field string, prop guest.PropertySchema, values []map[string]json.RawM
 	}
 	for _, raw := range candidates {
 		var v any
-		if json.Unmarshal(raw, &v) != nil || !fits(v, prop) {
+		if json.Unmarshal(raw, &v) != nil {
 			continue
 		}
-		return v, true
+		if f, ok := fit(prop, v); ok {
+			return f, true
+		}
 	}
-	return nil, false
+	return guest.Field{}, false
 }
 
-func fits(v any, prop guest.PropertySchema) bool {
-	switch prop.Type {
-	case "string":
-		s, ok := v.(string)
-		return ok && (len(prop.Enum) == 0 || slices.Contains(prop.Enum, s))
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "integer":
-		f, ok := v.(float64)
-		return ok && f == float64(int64(f))
-	case "boolean":
-		_, ok := v.(bool)
-		return ok
+// fit returns v as the value of the field prop, if it has the field's
+// type and is in its enum.
+func fit(prop guest.Property, v any) (guest.Field, bool) {
+	switch x := v.(type) {
+	case string:
+		if prop.Type == "string" && (len(prop.Enum) == 0 || slices.Contains(prop.Enum, x)) {
+			return guest.String(prop.Name, x), true
+		}
+	case float64:
+		switch {
+		case prop.Type == "number":
+			return guest.Number(prop.Name, x), true
+		case prop.Type == "integer" && x == math.Trunc(x) && math.Abs(x) < 1<<63:
+			return guest.Integer(prop.Name, int64(x)), true
+		}
+	case bool:
+		if prop.Type == "boolean" {
+			return guest.Bool(prop.Name, x), true
+		}
 	}
-	return false
+	return guest.Field{}, false
 }
 
 func main() {}

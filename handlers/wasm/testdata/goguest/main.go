@@ -8,7 +8,9 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -93,7 +95,11 @@ func init() {
 			if err := ctx.Config(&v); err != nil {
 				return guest.ElicitResult{}, err
 			}
-			return accept("config", v), nil
+			b, err := json.Marshal(v)
+			if err != nil {
+				return guest.ElicitResult{}, err
+			}
+			return accept("config", string(b)), nil
 		}
 		return accept("echo", req.Message), nil
 	})
@@ -121,9 +127,21 @@ func init() {
 }
 
 func accept(kv ...any) guest.ElicitResult {
-	c := map[string]any{}
+	c := guest.Fields{}
 	for i := 0; i+1 < len(kv); i += 2 {
-		c[kv[i].(string)] = kv[i+1]
+		name := kv[i].(string)
+		switch v := kv[i+1].(type) {
+		case string:
+			c = append(c, guest.String(name, v))
+		case bool:
+			c = append(c, guest.Bool(name, v))
+		case int:
+			c = append(c, guest.Integer(name, int64(v)))
+		case uint64:
+			c = append(c, guest.Integer(name, int64(v)))
+		default:
+			panic(fmt.Sprintf("accept: %T", v))
+		}
 	}
 	return guest.ElicitResult{Action: guest.Accept, Content: c}
 }
