@@ -366,3 +366,31 @@ func FuzzEncodeFloatMatchesEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+// plain never passes a byte that may end a run of plain string bytes, and
+// within whole words on a little-endian machine it stops exactly at the
+// first one.
+func FuzzPlain(f *testing.F) {
+	f.Add([]byte(`"abcdefgh\"ijklmnop"`), 1)
+	f.Add([]byte("0123456789abcdef\x01é\\\""), 3)
+	f.Fuzz(func(t *testing.T, data []byte, i int) {
+		if i < 0 || i > len(data) {
+			return
+		}
+		first := i
+		for first < len(data) {
+			c := data[first]
+			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+				break
+			}
+			first++
+		}
+		got := plain(data, i)
+		if got < i || got > first {
+			t.Fatalf("plain(%q, %d) = %d, first special byte at %d", data, i, got, first)
+		}
+		if littleEndian && first < len(data) && first < i+(len(data)-i)/8*8 && got != first {
+			t.Fatalf("plain(%q, %d) = %d, want exactly %d", data, i, got, first)
+		}
+	})
+}
