@@ -88,6 +88,9 @@ func (d *decoder) kind() string {
 }
 
 func (d *decoder) ws() {
+	if d.i < len(d.data) && d.data[d.i] > ' ' {
+		return // the common case, without entering the loop
+	}
 	for d.i < len(d.data) {
 		switch d.data[d.i] {
 		case ' ', '\t', '\n', '\r':
