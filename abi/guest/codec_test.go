@@ -394,3 +394,40 @@ func FuzzPlain(f *testing.F) {
 		}
 	})
 }
+
+// The request's first properties and strings share one allocation per
+// call (callArena): what a handler keeps must still not change with the
+// next call, appending to a slice must not write into another, and an
+// input too long for the arena is copied on its own.
+func TestKeptRequestSlicesAreItsOwn(t *testing.T) {
+	for _, msg := range []string{"short", strings.Repeat("long ", arenaInput/4)} {
+		reset()
+		var kept []ElicitRequest
+		HandleElicitation(func(_ Context, req ElicitRequest) (ElicitResult, error) {
+			kept = append(kept, req)
+			return ElicitResult{Action: Decline}, nil
+		})
+		params := func(field string) json.RawMessage {
+			return json.RawMessage(`{"message":"` + msg + `","requestedSchema":{"properties":{"` + field + `":{"type":"string","enum":["x","y"]}},"required":["` + field + `"]}}`)
+		}
+		for _, field := range []string{"a", "b"} {
+			input := abi.AppendRequest(nil, abi.MethodElicitationCreate, params(field))
+			if st, out := Call(abi.ExportHandle, input); st != abi.StatusOK {
+				t.Fatalf("%v %s", st, out)
+			}
+			clear(input)
+		}
+		first, second := kept[0].RequestedSchema, kept[1].RequestedSchema
+		if first.Properties[0].Name != "a" || first.Required[0] != "a" || second.Properties[0].Name != "b" || second.Required[0] != "b" ||
+			kept[0].Message != msg || kept[1].Message != msg {
+			t.Fatalf("kept requests changed: %+v %+v", kept[0], kept[1])
+		}
+		req := append(first.Required, "r2", "r3")
+		props := append(first.Properties, Property{Name: "p2"}, Property{Name: "p3"})
+		enum := append(first.Properties[0].Enum, "z")
+		if first.Required[0] != "a" || first.Properties[0].Name != "a" || !reflect.DeepEqual(first.Properties[0].Enum, []string{"x", "y"}) ||
+			len(req) != 3 || len(props) != 3 || len(enum) != 3 {
+			t.Fatalf("an append wrote into another slice: %+v", first)
+		}
+	}
+}

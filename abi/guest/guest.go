@@ -261,8 +261,14 @@ var callMu sync.Mutex
 func dispatch(export string, input, out []byte) (abi.Status, []byte) {
 	out = out[:0]
 	d := &dec
-	*d = decoder{data: bytes.Clone(input), scratch: d.scratch[:0]}
-	defer func() { d.data = nil }()
+	*d = decoder{scratch: d.scratch[:0], arena: new(callArena)}
+	if len(input) <= arenaInput {
+		d.data = d.arena.input[:len(input):len(input)]
+		copy(d.data, input)
+	} else {
+		d.data = bytes.Clone(input)
+	}
+	defer func() { d.data, d.arena = nil, nil }()
 	switch export {
 	case abi.ExportHandle:
 		h, method, err := d.request()
