@@ -137,7 +137,20 @@ func BenchmarkConcurrent64Timeout(b *testing.B) {
 	benchConcurrent64(b, transport.RequestOptions{Timeout: time.Minute})
 }
 
+// BenchmarkConcurrent64Context is BenchmarkConcurrent64Timeout with a
+// context that can end, shared by the callers, as the side-by-side client
+// has (a deadline for the whole run).
+func BenchmarkConcurrent64Context(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	benchConcurrent64Ctx(b, ctx, transport.RequestOptions{Timeout: time.Minute})
+}
+
 func benchConcurrent64(b *testing.B, opts transport.RequestOptions) {
+	benchConcurrent64Ctx(b, context.Background(), opts)
+}
+
+func benchConcurrent64Ctx(b *testing.B, ctx context.Context, opts transport.RequestOptions) {
 	c := benchConn(b, "echo")
 	req := &jsonrpc.Request{Method: "tools/call", Params: benchParams}
 	var left atomic.Int64
@@ -150,7 +163,7 @@ func benchConcurrent64(b *testing.B, opts transport.RequestOptions) {
 	for range 64 {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 {
-				if _, err := c.Request(context.Background(), req, opts); err != nil {
+				if _, err := c.Request(ctx, req, opts); err != nil {
 					b.Error(err)
 					return
 				}
