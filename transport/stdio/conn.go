@@ -361,10 +361,25 @@ func (c *Conn) stop(err *jsonrpc.Error) {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		c.err = err
+		// Every call still pending is claimed here, and sent the
+		// connection's sentinel: its caller waits on its response channel
+		// alone. No call is added once err is set.
+		calls := make([]*call, 0, len(c.pending))
+		for _, cl := range c.pending {
+			calls = append(calls, cl)
+		}
+		clear(c.pending)
+		clear(c.progress) // the calls with progress are pending ones
+		c.npending.Store(0)
 		listens := c.listens
 		c.listens = make(map[jsonrpc.ID]*listenState)
 		stopOwner := c.stopOwner
 		c.mu.Unlock()
+		// Sent before done is closed: a caller that sees the connection
+		// stopped finds its value in its channel.
+		for _, cl := range calls {
+			cl.resp <- respStopped
+		}
 		close(c.done)
 		c.poke()  // a caller reading stdout returns
 		c.drain() // nobody may read: drain stdout until the server exits

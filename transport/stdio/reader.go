@@ -40,7 +40,8 @@ type routing struct {
 // waiting for its response, which then needs no other goroutine to wake it,
 // or the connection's background reader. The baton is a token in
 // Conn.baton. A caller takes it if it is free when it starts waiting;
-// otherwise it waits in a select and is read for. A holder that lets it go
+// otherwise it is read for, and waits on its response channel, where its
+// timer, its context and the connection's stop also send (see claim). A holder that lets it go
 // while calls are waiting (or after the connection stopped) hands it to the
 // background reader at once; otherwise it stays free for the next caller,
 // and the background reader takes it when it has been free for the watch
@@ -129,8 +130,8 @@ var pastDeadline = time.Unix(1, 0)
 func (c *Conn) poke() { c.stdout.SetReadDeadline(pastDeadline) }
 
 // release hands the baton on. Calls still waiting for their responses
-// get the background reader at once (they wait in a select, not for the
-// baton), as does a stopped connection (to drain stdout); otherwise the
+// get the background reader at once (they wait for their responses, not
+// for the baton), as does a stopped connection (to drain stdout); otherwise the
 // baton stays free for the next caller, and the background reader takes
 // it after the watch delay unless a caller does first.
 func (c *Conn) release() {
@@ -266,7 +267,7 @@ func (c *Conn) handleResponse(resp *jsonrpc.Response) bool {
 	c.mu.Unlock()
 	switch {
 	case cl != nil:
-		cl.resp <- resp // buffered; each call gets one response
+		cl.resp <- resp // buffered; claimed, so sent nothing else
 	case ls != nil:
 		ls.respond(resp)
 	}

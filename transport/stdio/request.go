@@ -18,16 +18,66 @@ type call struct {
 	req   jsonrpc.Request // the request while it is encoded (no allocation of its own)
 	id    jsonrpc.ID
 	token jsonrpc.ID // progress token; zero without OnProgress
-	resp  chan *jsonrpc.Response
+	conn  *Conn      // the connection it was sent on
+	// resp receives the one value sent to the call: its response, or a
+	// sentinel (respTimeout, respContext, respStopped) saying why it was
+	// given up. Whoever removes the call from Conn.pending sends it (see
+	// claim).
+	resp chan *jsonrpc.Response
 
 	// prog holds progress waiting for the caller, which takes it in
 	// batches (internal/progq); nil without OnProgress.
 	prog *progq.Queue
 
-	// timer is the response timeout of a caller that waits without the
-	// baton, stopped before it fired, kept with the call for its next
-	// request; nil when there is none to reuse.
+	// timer runs timedOut at the response timeout of a caller that waits
+	// without the baton. Made once for the call, it stays with it (stopped
+	// before it fired) for the call's next requests; nil until needed.
 	timer *time.Timer
+	// ctxEnded is cl.contextEnded, made once for the call, for
+	// context.AfterFunc.
+	ctxEnded func()
+	// stale is set when a timer or context function may still be
+	// running for the call: it is not to be recycled.
+	stale bool
+}
+
+// The sentinels a call may be sent instead of its response, by the claimer
+// that gave up on it for its caller, which then does the rest (tells the
+// server, builds the error) in its own goroutine. Compared by pointer;
+// they never leave the package.
+var (
+	respTimeout = &jsonrpc.Response{} // the armed timeout passed (call.timer)
+	respContext = &jsonrpc.Response{} // the caller's context ended
+	respStopped = &jsonrpc.Response{} // the connection stopped (Conn.stop)
+)
+
+// claim removes cl from c.pending if it is still there, and reports whether
+// it did. Whoever claims a call, and only they, sends it its one value:
+// the reader its response (handleResponse), the timer and the context
+// their sentinels, Conn.stop the connection's, so a call gets exactly one
+// value and the first to claim it wins.
+func (c *Conn) claim(cl *call) bool {
+	c.mu.Lock()
+	ok := c.pending[cl.id] == cl
+	if ok {
+		c.forgetLocked(cl)
+	}
+	c.mu.Unlock()
+	return ok
+}
+
+// timedOut is the function of cl's timer.
+func (cl *call) timedOut() {
+	if cl.conn.claim(cl) {
+		cl.resp <- respTimeout
+	}
+}
+
+// contextEnded runs when the context of cl's caller ends.
+func (cl *call) contextEnded() {
+	if cl.conn.claim(cl) {
+		cl.resp <- respContext
+	}
 }
 
 // Request sends req and waits for its response, which it returns as it
@@ -86,6 +136,7 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
 	}
 	cl.id = r.ID
+	cl.conn = c
 	c.pending[r.ID] = cl
 	c.npending.Store(int32(len(c.pending)))
 	if cl.token.IsValid() {
@@ -106,19 +157,26 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 	return resp, err
 }
 
-// callPool keeps calls, with their response channels, for later requests.
-var callPool = sync.Pool{New: func() any { return &call{resp: make(chan *jsonrpc.Response, 1)} }}
+// callPool keeps calls, with their response channels and timers, for later
+// requests.
+var callPool = sync.Pool{New: func() any {
+	cl := &call{resp: make(chan *jsonrpc.Response, 1)}
+	cl.ctxEnded = cl.contextEnded
+	return cl
+}}
 
 // recycle gives cl back to callPool once its response has been received
-// from cl.resp. Each call is sent at most one response, by whoever removed
-// it from Conn.pending, so nothing can reach a recycled call: a call given
-// up (a timeout, a context, a closed connection) may still be sent its
-// response, and is never recycled. Calls with progress are not either.
+// from cl.resp. Each call is sent at most one value, by whoever removed it
+// from Conn.pending, so nothing can reach a recycled call: a call given up
+// (a timeout, a context, a closed connection) may still be sent its
+// response, and is never recycled, nor is one whose timer or context
+// function may still be running (stale). Calls with progress are not
+// either.
 func (cl *call) recycle() {
-	if cl.prog != nil || len(cl.resp) != 0 {
+	if cl.prog != nil || cl.stale || len(cl.resp) != 0 {
 		return
 	}
-	*cl = call{resp: cl.resp, timer: cl.timer}
+	*cl = call{resp: cl.resp, timer: cl.timer, ctxEnded: cl.ctxEnded}
 	callPool.Put(cl)
 }
 
@@ -137,6 +195,12 @@ func (c *Conn) newIDLocked() jsonrpc.ID {
 // else reads stdout, it reads it itself (see reader.go): it holds the
 // baton, routing whatever arrives, until its own response comes, and then
 // hands the baton on.
+//
+// A caller that waits without the baton receives on cl.resp alone (with
+// progress, on its queue's channel too): its timer, its context and the
+// connection's stop claim the call and send it a sentinel rather than
+// being watched in a select, which with many callers waiting costs more
+// than the rest of the wait.
 func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	var progReady <-chan struct{} // nil (never ready) without progress
 	if cl.prog != nil {
@@ -150,10 +214,19 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 	var (
 		deadline time.Time // when the armed timeout passes; zero: none
 		hitTotal bool      // the armed timeout is the max-total one
-		timer    *time.Timer
-		timerC   <-chan time.Time
+		watching bool      // the timer and the context claim the call
+		timerOn  bool      // cl.timer is set and has not been stopped
+		stopCtx  func() bool
 	)
 	arm := func() {
+		if timerOn {
+			if !cl.timer.Stop() {
+				// It fired: its sentinel is in cl.resp or on its way, for
+				// the timeout armed, which stays as it was.
+				return
+			}
+			timerOn = false
+		}
 		d := opts.Timeout
 		hitTotal = false
 		if !totalDeadline.IsZero() {
@@ -166,27 +239,28 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			return
 		}
 		deadline = time.Now().Add(d)
-		if timer != nil {
-			timer.Reset(d)
+		if watching {
+			cl.timer.Reset(d)
+			timerOn = true
 		}
 	}
 	arm()
 	defer func() {
-		if timer != nil && timer.Stop() {
-			// Stopped before it fired: nothing is in its channel, nor
-			// will be, so the call's next request may reset it.
-			cl.timer = timer
+		// A timer stopped before it fired stays with the call for its
+		// next request; one that fired, or a context function that
+		// started, may still be looking at the call.
+		if timerOn && !cl.timer.Stop() {
+			cl.stale = true
+		}
+		if stopCtx != nil && !stopCtx() {
+			cl.stale = true
 		}
 	}()
-	timeout := func() error {
-		var err error
+	timeoutError := func() error {
 		if hitTotal {
-			err = transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
-		} else {
-			err = transport.TimeoutError(opts.Timeout)
+			return transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
 		}
-		c.abort(cl, om, err.(*jsonrpc.Error).Message)
-		return err
+		return transport.TimeoutError(opts.Timeout)
 	}
 
 	// Holding the baton: stdout is read in this goroutine.
@@ -227,6 +301,43 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		}
 		return nil
 	}
+	// received returns what the value sent to cl says: its response, with
+	// the progress still waiting delivered first, or the error of the
+	// sentinel sent by whoever gave up on the call, which claimed it: what
+	// is left to do is done here, in the caller's goroutine.
+	received := func(resp *jsonrpc.Response) (*jsonrpc.Response, error) {
+		switch resp {
+		case respTimeout:
+			err := timeoutError()
+			c.cancelRequest(cl, om, err.(*jsonrpc.Error).Message)
+			return nil, err
+		case respContext:
+			err := transport.ContextError(ctx)
+			c.cancelRequest(cl, om, err.Message)
+			return nil, err
+		case respStopped:
+			return nil, c.Err()
+		}
+		if cl.prog != nil {
+			if err := deliver(); err != nil {
+				return nil, err
+			}
+		}
+		return resp, nil
+	}
+	// giveUp is the holder giving up for why (a sentinel): it claims the
+	// call, unless a response or another sentinel claimed it first, which
+	// then wins. A caller that gives up is claimed before it lets the baton
+	// go, so that it is not counted among those waiting.
+	giveUp := func(why *jsonrpc.Response) (*jsonrpc.Response, error) {
+		if !c.claim(cl) {
+			drop(true)
+			// Its claimer sends it at once.
+			return received(<-cl.resp)
+		}
+		drop(true)
+		return received(why)
+	}
 	select {
 	case <-c.baton:
 		take()
@@ -238,32 +349,23 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			// function runs without the baton: it may take its time.
 			select {
 			case resp := <-cl.resp:
+				// Its response, or the sentinel of the connection's stop
+				// (the baton then goes to the background reader, which
+				// drains stdout).
 				drop(true)
-				if cl.prog != nil {
-					if err := deliver(); err != nil {
-						return nil, err
-					}
-				}
-				return resp, nil
+				return received(resp)
 			default:
 			}
 			switch {
-			// A caller that gives up is forgotten before it lets the
-			// baton go, so that it is not counted among those waiting.
 			case c.stopped() != nil:
-				c.forget(cl)
-				drop(true) // for the background reader, which drains stdout
-				return nil, c.Err()
+				// stop has claimed the call, and sent it its sentinel,
+				// unless its response came first.
+				drop(true)
+				return received(<-cl.resp)
 			case ctx.Err() != nil:
-				c.forget(cl)
-				drop(true)
-				err := transport.ContextError(ctx)
-				c.abort(cl, om, err.Message)
-				return nil, err
+				return giveUp(respContext)
 			case !deadline.IsZero() && !time.Now().Before(deadline):
-				c.forget(cl)
-				drop(true)
-				return nil, timeout()
+				return giveUp(respTimeout)
 			case cl.prog != nil && cl.prog.Pending():
 				drop(true) // the background reader reads while it runs
 				continue
@@ -295,21 +397,27 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			}
 			continue
 		}
-		if !deadline.IsZero() && timer == nil {
-			if timer, cl.timer = cl.timer, nil; timer != nil {
-				timer.Reset(time.Until(deadline))
-			} else {
-				timer = time.NewTimer(time.Until(deadline))
-			}
-			timerC = timer.C
-		}
-		received := func(resp *jsonrpc.Response) (*jsonrpc.Response, error) {
-			if cl.prog != nil {
-				if err := deliver(); err != nil {
-					return nil, err
+		if !watching {
+			// From now on the timer and the context claim the call when
+			// they end its wait; this caller does not hold the baton again.
+			// A timeout that passed meanwhile (this caller may come back
+			// late from a server request it ran) fires at once, and loses
+			// to a response that came first.
+			watching = true
+			if !deadline.IsZero() {
+				if cl.timer == nil {
+					cl.timer = time.AfterFunc(time.Until(deadline), cl.timedOut)
+				} else {
+					cl.timer.Reset(time.Until(deadline))
 				}
+				timerOn = true
 			}
-			return resp, nil
+			if ctx.Done() != nil {
+				stopCtx = context.AfterFunc(ctx, cl.ctxEnded)
+			}
+		}
+		if progReady == nil {
+			return received(<-cl.resp)
 		}
 		select {
 		case resp := <-cl.resp:
@@ -322,32 +430,6 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			if resetOnProgress {
 				arm()
 			}
-		case <-timerC:
-			// A response that came meanwhile wins (this caller may come
-			// back late from a server request it ran).
-			select {
-			case resp := <-cl.resp:
-				return received(resp)
-			default:
-			}
-			return nil, timeout()
-		case <-ctx.Done():
-			select {
-			case resp := <-cl.resp:
-				return received(resp)
-			default:
-			}
-			err := transport.ContextError(ctx)
-			c.abort(cl, om, err.Message)
-			return nil, err
-		case <-c.done:
-			select {
-			case resp := <-cl.resp:
-				return resp, nil
-			default:
-			}
-			c.forget(cl)
-			return nil, c.Err()
 		}
 	}
 }
@@ -356,6 +438,13 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 // told with notifications/cancelled, unless the request was never written.
 func (c *Conn) abort(cl *call, om *outMsg, reason string) {
 	c.forget(cl)
+	c.cancelRequest(cl, om, reason)
+}
+
+// cancelRequest tells the server, with notifications/cancelled, that cl's
+// request is given up, or withdraws it if it has not been written yet. The
+// call is no longer pending.
+func (c *Conn) cancelRequest(cl *call, om *outMsg, reason string) {
 	if om.abandon() {
 		return
 	}
