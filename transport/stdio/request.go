@@ -33,11 +33,8 @@ type call struct {
 	// without the baton. Made once for the call, it stays with it (stopped
 	// before it fired) for the call's next requests; nil until needed.
 	timer *time.Timer
-	// ctxEnded is cl.contextEnded, made once for the call, for
-	// context.AfterFunc.
-	ctxEnded func()
-	// stale is set when a timer or context function may still be
-	// running for the call: it is not to be recycled.
+	// stale is set when the timer's function may still be running for
+	// the call: it is not to be recycled.
 	stale bool
 }
 
@@ -47,15 +44,17 @@ type call struct {
 // they never leave the package.
 var (
 	respTimeout = &jsonrpc.Response{} // the armed timeout passed (call.timer)
-	respContext = &jsonrpc.Response{} // the caller's context ended
+	respContext = &jsonrpc.Response{} // the caller's context ended (await)
 	respStopped = &jsonrpc.Response{} // the connection stopped (Conn.stop)
 )
 
 // claim removes cl from c.pending if it is still there, and reports whether
 // it did. Whoever claims a call, and only they, sends it its one value:
-// the reader its response (handleResponse), the timer and the context
-// their sentinels, Conn.stop the connection's, so a call gets exactly one
-// value and the first to claim it wins.
+// the reader its response (handleResponse), the timer its sentinel,
+// Conn.stop the connection's, so a call gets exactly one value and the
+// first to claim it wins. A caller that gives up itself (its context, or
+// its deadline while it holds the baton) claims its call too, and then
+// needs no value; if it loses, it takes the winner's.
 func (c *Conn) claim(cl *call) bool {
 	c.mu.Lock()
 	ok := c.pending[cl.id] == cl
@@ -70,13 +69,6 @@ func (c *Conn) claim(cl *call) bool {
 func (cl *call) timedOut() {
 	if cl.conn.claim(cl) {
 		cl.resp <- respTimeout
-	}
-}
-
-// contextEnded runs when the context of cl's caller ends.
-func (cl *call) contextEnded() {
-	if cl.conn.claim(cl) {
-		cl.resp <- respContext
 	}
 }
 
@@ -159,24 +151,19 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 
 // callPool keeps calls, with their response channels and timers, for later
 // requests.
-var callPool = sync.Pool{New: func() any {
-	cl := &call{resp: make(chan *jsonrpc.Response, 1)}
-	cl.ctxEnded = cl.contextEnded
-	return cl
-}}
+var callPool = sync.Pool{New: func() any { return &call{resp: make(chan *jsonrpc.Response, 1)} }}
 
 // recycle gives cl back to callPool once its response has been received
 // from cl.resp. Each call is sent at most one value, by whoever removed it
 // from Conn.pending, so nothing can reach a recycled call: a call given up
 // (a timeout, a context, a closed connection) may still be sent its
-// response, and is never recycled, nor is one whose timer or context
-// function may still be running (stale). Calls with progress are not
-// either.
+// response, and is never recycled, nor is one whose timer function may
+// still be running (stale). Calls with progress are not either.
 func (cl *call) recycle() {
 	if cl.prog != nil || cl.stale || len(cl.resp) != 0 {
 		return
 	}
-	*cl = call{resp: cl.resp, timer: cl.timer, ctxEnded: cl.ctxEnded}
+	*cl = call{resp: cl.resp, timer: cl.timer}
 	callPool.Put(cl)
 }
 
@@ -196,11 +183,17 @@ func (c *Conn) newIDLocked() jsonrpc.ID {
 // baton, routing whatever arrives, until its own response comes, and then
 // hands the baton on.
 //
-// A caller that waits without the baton receives on cl.resp alone (with
-// progress, on its queue's channel too): its timer, its context and the
-// connection's stop claim the call and send it a sentinel rather than
-// being watched in a select, which with many callers waiting costs more
-// than the rest of the wait.
+// A caller that waits without the baton receives on cl.resp alone, or with
+// its context's Done channel and its progress queue's when it has them:
+// its timer and the connection's stop claim the call and send it a
+// sentinel rather than being watched in a select, which with many callers
+// waiting costs more than the rest of the wait.
+//
+// The context is watched in the select, not by a context.AfterFunc that
+// would claim the call: callers usually share a context, and registering
+// with it and unregistering for each wait (a lock of the context shared by
+// all of them, a map insertion and deletion, two allocations) cost the
+// 64-caller client more than the select's second channel.
 func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	var progReady <-chan struct{} // nil (never ready) without progress
 	if cl.prog != nil {
@@ -214,10 +207,17 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 	var (
 		deadline time.Time // when the armed timeout passes; zero: none
 		hitTotal bool      // the armed timeout is the max-total one
-		watching bool      // the timer and the context claim the call
+		watching bool      // the timer claims the call
 		timerOn  bool      // cl.timer is set and has not been stopped
-		stopCtx  func() bool
 	)
+	startTimer := func(d time.Duration) {
+		if cl.timer == nil {
+			cl.timer = time.AfterFunc(d, cl.timedOut)
+		} else {
+			cl.timer.Reset(d)
+		}
+		timerOn = true
+	}
 	arm := func() {
 		if timerOn {
 			if !cl.timer.Stop() {
@@ -240,19 +240,14 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		}
 		deadline = time.Now().Add(d)
 		if watching {
-			cl.timer.Reset(d)
-			timerOn = true
+			startTimer(d)
 		}
 	}
 	arm()
 	defer func() {
 		// A timer stopped before it fired stays with the call for its
-		// next request; one that fired, or a context function that
-		// started, may still be looking at the call.
+		// next request; one that fired may still be looking at the call.
 		if timerOn && !cl.timer.Stop() {
-			cl.stale = true
-		}
-		if stopCtx != nil && !stopCtx() {
 			cl.stale = true
 		}
 	}()
@@ -325,10 +320,10 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		}
 		return resp, nil
 	}
-	// giveUp is the holder giving up for why (a sentinel): it claims the
+	// giveUp is the caller giving up for why (a sentinel): it claims the
 	// call, unless a response or another sentinel claimed it first, which
-	// then wins. A caller that gives up is claimed before it lets the baton
-	// go, so that it is not counted among those waiting.
+	// then wins. A holder that gives up claims its call before it lets the
+	// baton go, so that it is not counted among those waiting.
 	giveUp := func(why *jsonrpc.Response) (*jsonrpc.Response, error) {
 		if !c.claim(cl) {
 			drop(true)
@@ -397,31 +392,25 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			}
 			continue
 		}
-		if !watching {
-			// From now on the timer and the context claim the call when
-			// they end its wait; this caller does not hold the baton again.
-			// A timeout that passed meanwhile (this caller may come back
-			// late from a server request it ran) fires at once, and loses
-			// to a response that came first.
-			watching = true
-			if !deadline.IsZero() {
-				if cl.timer == nil {
-					cl.timer = time.AfterFunc(time.Until(deadline), cl.timedOut)
-				} else {
-					cl.timer.Reset(time.Until(deadline))
-				}
-				timerOn = true
-			}
-			if ctx.Done() != nil {
-				stopCtx = context.AfterFunc(ctx, cl.ctxEnded)
-			}
+		if !watching && !deadline.IsZero() {
+			// From now on the timer claims the call when its timeout
+			// passes; this caller does not hold the baton again. A timeout
+			// that passed meanwhile (this caller may come back late from a
+			// server request it ran) fires at once, and loses to a response
+			// that came first.
+			startTimer(time.Until(deadline))
 		}
-		if progReady == nil {
+		watching = true
+		ctxDone := ctx.Done() // nil (never ready) for Background and TODO
+		if progReady == nil && ctxDone == nil {
 			return received(<-cl.resp)
 		}
 		select {
 		case resp := <-cl.resp:
 			return received(resp)
+		case <-ctxDone:
+			// A response routed meanwhile wins.
+			return giveUp(respContext)
 		case <-progReady:
 			if err := deliver(); err != nil {
 				c.abort(cl, om, "progress function failed: "+err.Error())
