@@ -127,6 +127,24 @@ func BenchmarkRoundTrip(b *testing.B) {
 	cpu.report(b)
 }
 
+// BenchmarkRoundTripContext is BenchmarkRoundTrip with a context that can
+// end and a timeout, as the root package's client gives them.
+func BenchmarkRoundTripContext(b *testing.B) {
+	c := benchConn(b, "echo")
+	req := &jsonrpc.Request{Method: "tools/call", Params: benchParams}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU(b, c.Pid())
+	defer cpu.report(b)
+	for range b.N {
+		if _, err := c.Request(ctx, req, transport.RequestOptions{Timeout: time.Minute}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkConcurrent64 is 64 goroutines with requests in flight at once;
 // ns/op is per request.
 func BenchmarkConcurrent64(b *testing.B) { benchConcurrent64(b, transport.RequestOptions{}) }
