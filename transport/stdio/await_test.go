@@ -285,3 +285,60 @@ func TestResetTimeoutOnProgressWithManyCallers(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Callers sharing a context, waiting without the baton: when it ends,
+// every call made with it returns the context's error, and no other call
+// is touched.
+func TestSharedContextEndsEveryWaitMadeWithIt(t *testing.T) {
+	c := holdingConn(t, config("script"))
+	giveBack := takeBaton(t, c)
+	const each = 32
+	ctxA, cancelA := context.WithCancelCause(context.Background())
+	ctxB, cancelB := context.WithCancelCause(context.Background())
+	defer cancelB(nil)
+	errsA, errsB := make(chan error, each), make(chan error, each)
+	for i := range 2 * each {
+		ctx, errs := ctxA, errsA
+		if i%2 == 1 {
+			ctx, errs = ctxB, errsB
+		}
+		go func() {
+			opts := transport.RequestOptions{}
+			if i%4 >= 2 {
+				opts.Timeout = time.Hour
+			}
+			resp, err := c.Request(ctx, &jsonrpc.Request{Method: "test/sleep", Params: mustJSON(map[string]any{"ms": 600000})}, opts)
+			if resp != nil {
+				err = fmt.Errorf("response %+v with error %v", resp, err)
+			}
+			errs <- err
+		}()
+	}
+	waitPending(t, c, 2*each)
+	wait := func(errs chan error, why error) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for i := range each {
+			select {
+			case err := <-errs:
+				if !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
+					t.Errorf("caller: %v, want the cancellation with its cause", err)
+				}
+			case <-deadline:
+				t.Fatalf("%d of %d callers sharing a context did not return when it ended", each-i, each)
+			}
+		}
+	}
+	whyA, whyB := errors.New("A ended"), errors.New("B ended")
+	cancelA(whyA)
+	wait(errsA, whyA)
+	if p := stdio.Pending(c); p != each {
+		t.Fatalf("%d requests pending, want the %d made with the other context", p, each)
+	}
+	cancelB(whyB)
+	wait(errsB, whyB)
+	giveBack()
+	if resp := call(t, c, "echo", map[string]any{"after": true}, transport.RequestOptions{}); string(resp.Result) != `{"after":true}` {
+		t.Fatalf("echo %s", resp.Result)
+	}
+}

@@ -141,6 +141,8 @@ type Conn struct {
 	mu         sync.Mutex
 	pending    map[jsonrpc.ID]*call          // requests waiting for a response
 	progress   map[jsonrpc.ID]*call          // by progress token
+	watches    map[<-chan struct{}]*ctxWatch // the contexts of pending calls, by Done channel
+	spareWatch *ctxWatch                     // a watch stopped before it ran, for the next one
 	listens    map[jsonrpc.ID]*listenState   // subscriptions/listen by request ID
 	serverReqs map[jsonrpc.ID]*serverRequest // running server-request functions
 	onRequest  transport.DispatchFunc
@@ -221,6 +223,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		maxLine:    cfg.MaxLineBytes,
 		pending:    make(map[jsonrpc.ID]*call),
 		progress:   make(map[jsonrpc.ID]*call),
+		watches:    make(map[<-chan struct{}]*ctxWatch),
 		listens:    make(map[jsonrpc.ID]*listenState),
 		serverReqs: make(map[jsonrpc.ID]*serverRequest),
 		onRequest:  admit.Serve(cfg.OnServerRequest, admit.New(cfg.MaxServerRequests)),
@@ -367,6 +370,7 @@ func (c *Conn) stop(err *jsonrpc.Error) {
 		calls := make([]*call, 0, len(c.pending))
 		for _, cl := range c.pending {
 			calls = append(calls, cl)
+			c.unwatchLocked(cl)
 		}
 		clear(c.pending)
 		clear(c.progress) // the calls with progress are pending ones

@@ -36,6 +36,97 @@ type call struct {
 	// stale is set when the timer's function may still be running for
 	// the call: it is not to be recycled.
 	stale bool
+	// watch is the watch of the caller's context while the call is
+	// pending (under Conn.mu); nil for a context that never ends. The
+	// calls of a watch are a list, through watchPrev and watchNext.
+	watch                *ctxWatch
+	watchPrev, watchNext *call
+}
+
+// ctxWatch watches a context for the pending calls made with it (by its
+// Done channel): when it ends, it claims them all and sends each
+// respContext. Callers usually share a context: one context.AfterFunc
+// serves all the calls made with it while any is pending, where one per
+// call would lock the shared context twice and allocate for each.
+type ctxWatch struct {
+	c     *Conn
+	done  <-chan struct{}
+	calls *call       // the pending calls made with the context (a list)
+	stop  func() bool // stops the context.AfterFunc
+	ended func()      // w.fire, made once
+}
+
+func (w *ctxWatch) fire() { w.c.contextEnded(w) }
+
+// watchLocked counts cl among the pending calls made with ctx, whose Done
+// channel is done (not nil), starting a watch of ctx if there is none.
+// The context's lock is taken under c.mu, never the other way round: the
+// watch's function runs in a goroutine of its own.
+func (c *Conn) watchLocked(ctx context.Context, done <-chan struct{}, cl *call) {
+	w := c.watches[done]
+	if w == nil {
+		if w, c.spareWatch = c.spareWatch, nil; w == nil {
+			w = &ctxWatch{c: c}
+			w.ended = w.fire
+		}
+		w.done = done
+		c.watches[done] = w
+		w.stop = context.AfterFunc(ctx, w.ended)
+	}
+	cl.watch, cl.watchPrev, cl.watchNext = w, nil, w.calls
+	if w.calls != nil {
+		w.calls.watchPrev = cl
+	}
+	w.calls = cl
+}
+
+// unwatchLocked uncounts cl, which is no longer pending, and stops the
+// watch of its context when no pending call was made with it.
+func (c *Conn) unwatchLocked(cl *call) {
+	w := cl.watch
+	if w == nil {
+		return
+	}
+	if cl.watchPrev != nil {
+		cl.watchPrev.watchNext = cl.watchNext
+	} else {
+		w.calls = cl.watchNext
+	}
+	if cl.watchNext != nil {
+		cl.watchNext.watchPrev = cl.watchPrev
+	}
+	cl.watch, cl.watchPrev, cl.watchNext = nil, nil, nil
+	if w.calls == nil {
+		delete(c.watches, w.done)
+		if w.stop() {
+			// Its function will not run: the next watch may be this one.
+			w.done, w.stop = nil, nil
+			c.spareWatch = w
+		}
+	}
+}
+
+// contextEnded runs when the context of w ends: it claims the calls made
+// with it and sends each respContext, and wakes a holder of the baton
+// among their callers.
+func (c *Conn) contextEnded(w *ctxWatch) {
+	var calls []*call
+	c.mu.Lock()
+	if c.watches[w.done] == w {
+		// Each call leaves the list as it is claimed; the last stops the
+		// watch.
+		for cl := w.calls; cl != nil; cl = w.calls {
+			calls = append(calls, cl)
+			c.forgetLocked(cl)
+		}
+	}
+	c.mu.Unlock()
+	for _, cl := range calls {
+		cl.resp <- respContext
+	}
+	if len(calls) > 0 {
+		c.poke()
+	}
 }
 
 // The sentinels a call may be sent instead of its response, by the claimer
@@ -44,17 +135,17 @@ type call struct {
 // they never leave the package.
 var (
 	respTimeout = &jsonrpc.Response{} // the armed timeout passed (call.timer)
-	respContext = &jsonrpc.Response{} // the caller's context ended (await)
+	respContext = &jsonrpc.Response{} // the caller's context ended (ctxWatch)
 	respStopped = &jsonrpc.Response{} // the connection stopped (Conn.stop)
 )
 
 // claim removes cl from c.pending if it is still there, and reports whether
 // it did. Whoever claims a call, and only they, sends it its one value:
-// the reader its response (handleResponse), the timer its sentinel,
-// Conn.stop the connection's, so a call gets exactly one value and the
-// first to claim it wins. A caller that gives up itself (its context, or
-// its deadline while it holds the baton) claims its call too, and then
-// needs no value; if it loses, it takes the winner's.
+// the reader its response (handleResponse), the timer and the context's
+// watch their sentinels, Conn.stop the connection's, so a call gets
+// exactly one value and the first to claim it wins. A holder of the baton
+// that gives up itself (its context, its deadline) claims its call too,
+// and then needs no value; if it loses, it takes the winner's.
 func (c *Conn) claim(cl *call) bool {
 	c.mu.Lock()
 	ok := c.pending[cl.id] == cl
@@ -134,6 +225,9 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 	if cl.token.IsValid() {
 		c.progress[cl.token] = cl
 	}
+	if done := ctx.Done(); done != nil {
+		c.watchLocked(ctx, done, cl)
+	}
 	c.mu.Unlock()
 
 	om, err := c.send(r, false)
@@ -184,16 +278,10 @@ func (c *Conn) newIDLocked() jsonrpc.ID {
 // hands the baton on.
 //
 // A caller that waits without the baton receives on cl.resp alone, or with
-// its context's Done channel and its progress queue's when it has them:
-// its timer and the connection's stop claim the call and send it a
-// sentinel rather than being watched in a select, which with many callers
-// waiting costs more than the rest of the wait.
-//
-// The context is watched in the select, not by a context.AfterFunc that
-// would claim the call: callers usually share a context, and registering
-// with it and unregistering for each wait (a lock of the context shared by
-// all of them, a map insertion and deletion, two allocations) cost the
-// 64-caller client more than the select's second channel.
+// its progress queue's channel when it has progress: its timer, its
+// context's watch (ctxWatch) and the connection's stop claim the call and
+// send it a sentinel rather than being watched in a select, which with
+// many callers waiting costs more than the rest of the wait.
 func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	var progReady <-chan struct{} // nil (never ready) without progress
 	if cl.prog != nil {
@@ -258,16 +346,11 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		return transport.TimeoutError(opts.Timeout)
 	}
 
-	// Holding the baton: stdout is read in this goroutine.
-	var (
-		holding  bool
-		stopPoke func() bool // ends the poke of ctx's end
-	)
+	// Holding the baton: stdout is read in this goroutine. The watch of
+	// ctx pokes it when ctx ends.
+	var holding bool
 	take := func() {
 		holding = true
-		if ctx.Done() != nil {
-			stopPoke = context.AfterFunc(ctx, c.poke)
-		}
 		c.armRead(deadline)
 	}
 	drop := func(release bool) {
@@ -275,10 +358,6 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			return
 		}
 		holding = false
-		if stopPoke != nil {
-			stopPoke()
-			stopPoke = nil
-		}
 		if release {
 			c.release()
 		}
@@ -401,16 +480,12 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			startTimer(time.Until(deadline))
 		}
 		watching = true
-		ctxDone := ctx.Done() // nil (never ready) for Background and TODO
-		if progReady == nil && ctxDone == nil {
+		if progReady == nil {
 			return received(<-cl.resp)
 		}
 		select {
 		case resp := <-cl.resp:
 			return received(resp)
-		case <-ctxDone:
-			// A response routed meanwhile wins.
-			return giveUp(respContext)
 		case <-progReady:
 			if err := deliver(); err != nil {
 				c.abort(cl, om, "progress function failed: "+err.Error())
@@ -461,6 +536,7 @@ func (c *Conn) forgetLocked(cl *call) {
 	if c.pending[cl.id] == cl {
 		delete(c.pending, cl.id)
 		c.npending.Store(int32(len(c.pending)))
+		c.unwatchLocked(cl)
 	}
 	if cl.token.IsValid() && c.progress[cl.token] == cl {
 		delete(c.progress, cl.token)
