@@ -804,9 +804,6 @@ var requestFields = []string{"method", "params"}
 // envelope has been read. An error with a nil handler is the envelope's,
 // with a handler the params'.
 func (d *decoder) request() (h handler, method string, err error) {
-	if h, method, err, ok := d.hostRequest(); ok {
-		return h, method, err
-	}
 	d.where = "abi.Request"
 	d.ws()
 	var (
@@ -866,49 +863,6 @@ func (d *decoder) request() (h handler, method string, err error) {
 		}
 	}
 	return h, method, nil
-}
-
-// hostRequest reads snodo_handle's input when it is exactly as the host
-// writes it (abi.AppendRequest): {"method":"…","params":…} with a method
-// without escapes, no white space around the envelope's keys, and a
-// registered handler for the method. It is request's fast path: ok is
-// false, with the cursor unmoved, for any other input, which request then
-// reads the general way.
-func (d *decoder) hostRequest() (h handler, method string, err error, ok bool) {
-	const head, mid = `{"method":"`, `","params":`
-	data := d.data
-	if len(data) < len(head)+len(mid)+2 || string(data[:len(head)]) != head {
-		return nil, "", nil, false
-	}
-	i := len(head)
-	end := plain(data, i)
-	for end < len(data) && data[end] != '"' && data[end] >= 0x20 && data[end] < 0x80 && data[end] != '\\' {
-		end++
-	}
-	if end+len(mid) >= len(data) || string(data[end:end+len(mid)]) != mid {
-		return nil, "", nil, false
-	}
-	method = unsafe.String(&data[i], end-i)
-	if h = handlerFor(method); h == nil {
-		return nil, "", nil, false
-	}
-	start := end + len(mid)
-	d.i, d.where = start, "abi.Request"
-	h.reset()
-	if err = h.decode(d); err == nil {
-		d.where = "abi.Request"
-		d.ws()
-		if d.i < len(data) && data[d.i] == '}' {
-			d.i++
-			if d.end() == nil {
-				return h, method, nil, true
-			}
-		}
-	}
-	// Anything else, a params error included, is read again the general
-	// way, which finds the envelope's errors first, as encoding/json does.
-	*d = decoder{data: data, scratch: d.scratch}
-	return nil, "", nil, false
 }
 
 // decodeProgressEnvelope reads snodo_progress's input; params is a slice

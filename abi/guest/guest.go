@@ -261,12 +261,13 @@ var callMu sync.Mutex
 func dispatch(export string, input, out []byte) (abi.Status, []byte) {
 	out = out[:0]
 	d := &dec
-	*d = decoder{scratch: d.scratch[:0], arena: new(callArena)}
+	*d = decoder{scratch: d.scratch[:0]}
 	if len(input) <= arenaInput {
+		d.arena = new(callArena)
 		d.data = d.arena.input[:len(input):len(input)]
 		copy(d.data, input)
 	} else {
-		d.data = bytes.Clone(input)
+		d.data = bytes.Clone(input) // and no arena: its parts are allocated as needed
 	}
 	defer func() { d.data, d.arena = nil, nil }()
 	switch export {
