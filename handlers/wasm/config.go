@@ -35,9 +35,17 @@ type ModuleConfig struct {
 	// garbage collection.
 	Trusted bool
 
-	// MemoryLimit caps each instance's linear memory, in bytes, rounded up
-	// to 64 KiB pages (default 128 MiB, at most 4 GiB).
+	// MemoryLimit caps each instance's memory, in bytes, rounded up to
+	// 64 KiB pages (default 128 MiB, at most 4 GiB): its linear memory and
+	// its tables together. The tables' share is their elements at their
+	// maximum (8 bytes each, rounded up to pages); memory.grow stops at
+	// the rest.
 	MemoryLimit int64
+
+	// Limits bound what the module can name — functions, locals, table
+	// elements, globals, segments, code size — checked before it is
+	// compiled. The zero value means DefaultLimits.
+	Limits Limits
 
 	// MaxInstances caps the instances alive at once, and so the calls
 	// running at once (default 16). A call waits for a free instance.

@@ -60,6 +60,9 @@ type Host struct {
 
 	budget memBudget
 
+	validatorOnce sync.Once
+	validator     wazero.Runtime // an interpreter, for validate
+
 	mu       sync.Mutex
 	runtimes map[runtimeKey]wazero.Runtime
 	modules  []*Module
@@ -156,6 +159,28 @@ func (h *Host) Close(ctx context.Context) error {
 	for _, rt := range rts {
 		errs = append(errs, rt.Close(ctx))
 	}
+	h.validatorOnce.Do(func() {}) // no validator from now on
+	if h.validator != nil {
+		errs = append(errs, h.validator.Close(ctx))
+	}
 	errs = append(errs, h.cache.Close(ctx))
 	return errors.Join(errs...)
+}
+
+// validate checks that bin is a valid module, as wazero's compiler would,
+// without compiling it to native code: it is compiled by an interpreter
+// runtime that the host keeps for this alone. Snodo's instrumentation
+// reads only modules that passed it.
+func (h *Host) validate(ctx context.Context, bin []byte) error {
+	h.validatorOnce.Do(func() {
+		h.validator = wazero.NewRuntimeWithConfig(context.Background(), wazero.NewRuntimeConfigInterpreter())
+	})
+	if h.validator == nil {
+		return errors.New("host is closed")
+	}
+	cm, err := h.validator.CompileModule(ctx, bin)
+	if err != nil {
+		return err
+	}
+	return cm.Close(ctx)
 }

@@ -428,8 +428,12 @@ func (inst *instance) classify(caller context.Context, err error) *callFailure {
 		cause = "trap: " + line
 	}
 	stderr := inst.stderr.String()
-	if !deadlineOrCancel && inst.memory != nil && int64(inst.memory.Size())+16*pageSize > m.memoryLimit {
-		cause = fmt.Sprintf("out of memory (memory at its limit of %s): %s", sizeString(m.memoryLimit), cause)
+	if !deadlineOrCancel && inst.memory != nil && int64(inst.memory.Size())+16*pageSize > m.linearLimit {
+		limit := sizeString(m.memoryLimit)
+		if m.tableBytes > 0 {
+			limit += fmt.Sprintf(", %s of it for tables", sizeString(m.tableBytes))
+		}
+		cause = fmt.Sprintf("out of memory (memory at its limit of %s): %s", limit, cause)
 	} else if !deadlineOrCancel && strings.Contains(stderr, "out of memory") {
 		cause = "out of memory: " + cause
 	}

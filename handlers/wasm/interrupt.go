@@ -1,7 +1,6 @@
 package wasm
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -115,92 +114,71 @@ func instrumentErr(format string, args ...any) error {
 
 // instrumenter holds what the rewriting of one module needs.
 type instrumenter struct {
+	s             *shape
 	importedFuncs uint32 // the yield import's index: defined functions move up one
 	check         []byte
+	locals        uint32 // of the function being rewritten, parameters included
 }
 
-// fn is the new index of function idx. r fails on an index that cannot move.
+// fn is the new index of function idx. r fails on an index out of range.
 func (in *instrumenter) fn(r *wreader, idx uint32) uint32 {
+	if idx >= uint32(len(in.s.funcTypes)) {
+		r.fail(fmt.Errorf("function index %d out of range (%d functions)", idx, len(in.s.funcTypes)))
+		return 0
+	}
 	if idx < in.importedFuncs {
 		return idx
-	}
-	if idx == math.MaxUint32 {
-		r.fail(errors.New("function index out of range"))
-		return 0
 	}
 	return idx + 1
 }
 
+// index reads an index and fails r if it is not under n, naming what.
+func (r *wreader) index(n uint32, what string) uint32 {
+	i := r.u32()
+	if r.err == nil && i >= n {
+		r.fail(fmt.Errorf("%s index %d out of range (%d)", what, i, n))
+	}
+	return i
+}
+
 // instrument returns bin with the fuel, the yield import and the checks
 // (see above), or an error wrapping errInstrument when it does not take bin.
-func instrument(bin []byte) ([]byte, error) {
-	if len(bin) < 8 || !bytes.Equal(bin[:8], []byte("\x00asm\x01\x00\x00\x00")) {
-		return nil, instrumentErr("not a WebAssembly 1.0 binary module")
-	}
-	type section struct {
-		id      byte
-		content []byte
-	}
+// s is bin's shape (scanModule): every index instrument meets is checked
+// against its counts, so that no index a validator would refuse — such as
+// one naming the fuel global, which does not exist before — can come to
+// name something the instrumentation added. Its tables are written with
+// the bounds of s.tableBounds. bin must have passed validation: instrument
+// is a second line of defence, not a validator.
+func instrument(bin []byte, s *shape) ([]byte, error) {
 	var sections []section
-	var have [secDataCount + 1]bool
-	lastRank := 0
-	r := &wreader{b: bin, off: 8}
-	for r.off < len(r.b) && r.err == nil {
-		id := r.byte()
-		n := r.u32()
-		content := r.bytes(int64(n))
-		if r.err != nil {
-			break
-		}
-		if id == secCustom {
-			nr := &wreader{b: content}
+	for _, sec := range s.sections {
+		if sec.id == secCustom {
+			nr := &wreader{b: sec.content}
 			name := nr.name()
 			if nr.err == nil && (name == "name" || strings.HasPrefix(name, ".debug_")) {
 				continue // function indices or code offsets that would be wrong
 			}
-			sections = append(sections, section{id, content})
-			continue
 		}
-		if int(id) >= len(sectionRank) || sectionRank[id] == 0 {
-			return nil, instrumentErr("section %d", id)
-		}
-		if sectionRank[id] <= lastRank {
-			return nil, instrumentErr("section %d out of order or repeated", id)
-		}
-		lastRank = sectionRank[id]
-		have[id] = true
-		sections = append(sections, section{id, content})
-	}
-	if r.err != nil {
-		return nil, instrumentErr("sections: %v", r.err)
-	}
-
-	var (
-		types           uint32
-		importedGlobals uint32
-		definedGlobals  uint32
-		in              instrumenter
-	)
-	for _, s := range sections {
-		sr := &wreader{b: s.content}
-		switch s.id {
-		case secType:
-			types = sr.u32()
-		case secImport:
-			if err := in.readImports(s.content, &importedGlobals); err != nil {
-				return nil, err
-			}
-		case secGlobal:
-			definedGlobals = sr.u32()
-		case secStart:
+		if sec.id == secStart {
 			return nil, instrumentErr("the module has a start function, which runs during instantiation")
 		}
-		if sr.err != nil {
-			return nil, instrumentErr("section %d: %v", s.id, sr.err)
+		sections = append(sections, sec)
+	}
+	var have [secDataCount + 1]bool
+	for _, sec := range sections {
+		have[sec.id] = true
+	}
+	in := instrumenter{s: s, importedFuncs: s.importFuncs}
+	for _, sec := range sections {
+		if sec.id == secImport {
+			if err := in.readImports(sec.content); err != nil {
+				return nil, err
+			}
 		}
 	}
-	gidx := importedGlobals + definedGlobals
-	if gidx < importedGlobals || gidx == math.MaxUint32 || types == math.MaxUint32 {
+	types := uint32(len(s.types))
+	gidx := s.globals
+	if gidx == math.MaxUint32 || types == math.MaxUint32 {
 		return nil, instrumentErr("too many globals or types")
 	}
 	// The check (see above).
@@ -237,26 +215,25 @@ func instrument(bin []byte) ([]byte, error) {
 			}
 		}
 	}
-	for _, s := range sections {
-		if s.id == secCustom {
-			putSection(s.id, s.content)
+	for _, sec := range sections {
+		if sec.id == secCustom {
+			putSection(sec.id, sec.content)
 			continue
 		}
-		putMissing(sectionRank[s.id])
-		c, err := in.rewrite(s.id, s.content, types, gidx)
+		putMissing(sectionRank[sec.id])
+		c, err := in.rewrite(sec.id, sec.content, types, gidx)
 		if err != nil {
 			return nil, err
 		}
-		putSection(s.id, c)
+		putSection(sec.id, c)
 	}
 	putMissing(math.MaxInt)
 	return out, nil
 }
 
-// readImports reads the import section: it counts the function and global
-// imports, and refuses imports of a kind outside WebAssembly 2.0 (tags) and
-// a module that imports yieldImport itself.
-func (in *instrumenter) readImports(content []byte, globals *uint32) error {
+// readImports reads the import section: it refuses a module that imports
+// yieldImport itself.
+func (in *instrumenter) readImports(content []byte) error {
 	r := &wreader{b: content}
 	n := r.u32()
 	for i := uint32(0); i < n && r.err == nil; i++ {
@@ -267,16 +244,11 @@ func (in *instrumenter) readImports(content []byte, globals *uint32) error {
 		switch kind := r.byte(); kind {
 		case 0x00: // func
 			r.u32()
-			in.importedFuncs++
-		case 0x01: // table
-			r.byte()
-			r.limits()
 		case 0x02: // memory
 			r.limits()
 		case 0x03: // global
 			r.byte()
 			r.byte()
-			*globals++
 		default:
 			return instrumentErr("import of kind %#x", kind)
 		}
@@ -349,16 +321,31 @@ func (in *instrumenter) rewrite(id byte, content []byte, types, gidx uint32) ([]
 				return nil, instrumentErr("the module exports %q itself", fuelExport)
 			}
 			kind := r.byte()
-			idx := r.u32()
-			if kind == 0x00 {
-				idx = in.fn(r, idx)
+			var idx uint32
+			switch kind {
+			case 0x00:
+				idx = in.fn(r, r.u32())
+			case 0x01:
+				idx = r.index(uint32(len(in.s.tables)), "table")
+			case 0x02:
+				idx = r.index(in.s.memories, "memory")
+			case 0x03:
+				idx = r.index(in.s.globals, "global")
+			default:
+				r.fail(fmt.Errorf("export of kind %#x", kind))
 			}
 			out = appendName(out, name)
 			out = appendU32(append(out, kind), idx)
 		}
 		out = appendFuelExport(out, gidx)
+	case secTable:
+		out = tableSection(in.s)
+		r.off = len(r.b)
 	case secElement:
 		out = in.elements(r)
+	case secData:
+		in.data(r)
+		out = content
 	case secCode:
 		return in.code(content)
 	default:
@@ -387,7 +374,7 @@ func (in *instrumenter) elements(r *wreader) []byte {
 		out = appendU32(out, flags)
 		if flags&1 == 0 { // active
 			if flags&2 != 0 {
-				out = appendU32(out, r.u32()) // table index
+				out = appendU32(out, r.index(uint32(len(in.s.tables)), "table"))
 			}
 			out = in.constExpr(r, out) // offset
 		}
@@ -424,7 +411,7 @@ func (in *instrumenter) constExpr(r *wreader, out []byte) []byte {
 		case 0x44: // f64.const
 			r.bytes(8)
 		case 0x23: // global.get
-			r.u32()
+			r.index(in.s.globals, "global")
 		case 0xd0: // ref.null
 			r.byte()
 		case 0xd2: // ref.func
@@ -445,6 +432,24 @@ func (in *instrumenter) constExpr(r *wreader, out []byte) []byte {
 	return out
 }
 
+// data checks the data section's memory and global indices.
+func (in *instrumenter) data(r *wreader) {
+	n := r.u32()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		switch flags := r.u32(); flags {
+		case 0:
+			in.constExpr(r, nil)
+		case 1:
+		case 2:
+			r.index(in.s.memories, "memory")
+			in.constExpr(r, nil)
+		default:
+			r.fail(fmt.Errorf("data segment flags %d", flags))
+		}
+		r.bytes(int64(r.u32()))
+	}
+}
+
 // code returns the code section with the check at the start of every
 // function body and after every loop's block type, and calls renumbered.
 func (in *instrumenter) code(content []byte) ([]byte, error) {
@@ -452,6 +457,9 @@ func (in *instrumenter) code(content []byte) ([]byte, error) {
 	n := r.u32()
 	if r.err != nil {
 		return nil, instrumentErr("code section: %v", r.err)
+	}
+	if n != uint32(len(in.s.locals)) {
+		return nil, instrumentErr("code section: %d bodies, %d functions", n, len(in.s.locals))
 	}
 	out := appendU32(make([]byte, 0, len(content)+len(content)/4), n)
 	var body []byte
@@ -461,10 +469,11 @@ func (in *instrumenter) code(content []byte) ([]byte, error) {
 		if r.err != nil {
 			return nil, instrumentErr("code section: function %d: %v", i, r.err)
 		}
+		in.locals = in.s.locals[i]
 		var err error
 		body, err = in.body(body[:0], b)
 		if err != nil {
-			return nil, instrumentErr("function %d: %v", i, err)
+			return nil, instrumentErr("function %d: %v", in.importedFuncs+i, err)
 		}
 		out = appendU32(out, uint32(len(body)))
 		out = append(out, body...)
@@ -475,9 +484,13 @@ func (in *instrumenter) code(content []byte) ([]byte, error) {
 	return out, nil
 }
 
-// body appends the instrumented function body b to out.
+// body appends the instrumented function body b to out. Every index it
+// meets is checked against the module's counts and every branch depth
+// against the blocks open.
 func (in *instrumenter) body(out, b []byte) ([]byte, error) {
 	check := in.check
+	s := in.s
+	tables, globals, types := uint32(len(s.tables)), s.globals, uint32(len(s.types))
 	r := &wreader{b: b}
 	groups := r.u32()
 	for i := uint32(0); i < groups && r.err == nil; i++ {
@@ -490,7 +503,13 @@ func (in *instrumenter) body(out, b []byte) ([]byte, error) {
 	out = append(out, b[:r.off]...)
 	out = append(out, check...)
 	last := r.off
-	depth := 1
+	depth := uint32(1)
+	label := func() { r.index(depth, "branch depth") }
+	memory := func() {
+		if s.memories == 0 && r.err == nil {
+			r.fail(errors.New("memory instruction without a memory"))
+		}
+	}
 	for depth > 0 {
 		if r.off >= len(r.b) {
 			return nil, errors.New("body ends inside a block")
@@ -498,10 +517,10 @@ func (in *instrumenter) body(out, b []byte) ([]byte, error) {
 		op := r.byte()
 		switch {
 		case op == 0x02 || op == 0x04: // block, if
-			r.blockType()
+			r.blockType(types)
 			depth++
 		case op == 0x03: // loop
-			r.blockType()
+			r.blockType(types)
 			depth++
 			if r.err == nil {
 				out = append(out, b[last:r.off]...)
@@ -514,30 +533,36 @@ func (in *instrumenter) body(out, b []byte) ([]byte, error) {
 			op == 0x1a, op == 0x1b, op == 0xd1, // drop, select, ref.is_null
 			op >= 0x45 && op <= 0xc4: // numeric, sign extension
 		case op == 0x0c, op == 0x0d: // br, br_if
-			r.u32()
+			label()
 		case op == 0x0e: // br_table
 			targets := r.u32()
 			if int64(targets) > int64(len(r.b)-r.off) {
 				return nil, errors.New("br_table longer than the body")
 			}
 			for j := uint32(0); j <= targets && r.err == nil; j++ {
-				r.u32()
+				label()
 			}
 		case op == 0x10, op == 0xd2: // call, ref.func
 			out = append(out, b[last:r.off]...)
 			out = appendU32(out, in.fn(r, r.u32()))
 			last = r.off
 		case op == 0x11: // call_indirect
-			r.u32()
-			r.u32()
+			r.index(types, "type")
+			r.index(tables, "table")
 		case op == 0x1c: // select t*
 			k := r.u32()
 			r.bytes(int64(k))
-		case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get/set
-			r.u32()
+		case op >= 0x20 && op <= 0x22: // local.get, local.set, local.tee
+			r.index(in.locals, "local")
+		case op == 0x23, op == 0x24: // global.get, global.set
+			r.index(globals, "global")
+		case op == 0x25, op == 0x26: // table.get, table.set
+			r.index(tables, "table")
 		case op >= 0x28 && op <= 0x3e: // loads, stores
+			memory()
 			r.memarg()
 		case op == 0x3f, op == 0x40: // memory.size, memory.grow
+			memory()
 			r.zero()
 		case op == 0x41:
 			r.sleb(5)
@@ -550,8 +575,9 @@ func (in *instrumenter) body(out, b []byte) ([]byte, error) {
 		case op == 0xd0: // ref.null
 			r.byte()
 		case op == 0xfc:
-			r.miscOp()
+			in.miscOp(r)
 		case op == 0xfd:
+			memory()
 			r.simdOp()
 		default:
 			return nil, fmt.Errorf("opcode %#x at byte %d", op, r.off-1)
@@ -564,6 +590,47 @@ func (in *instrumenter) body(out, b []byte) ([]byte, error) {
 		return nil, errors.New("bytes after the body's end")
 	}
 	return append(out, b[last:]...), nil
+}
+
+// miscOp reads a 0xfc instruction: saturating truncations, bulk memory,
+// table instructions; with their indices checked.
+func (in *instrumenter) miscOp(r *wreader) {
+	s := in.s
+	tables := uint32(len(s.tables))
+	memory := func() {
+		if s.memories == 0 {
+			r.fail(errors.New("memory instruction without a memory"))
+		}
+	}
+	switch sub := r.u32(); {
+	case r.err != nil:
+	case sub <= 7:
+	case sub == 8: // memory.init
+		r.index(s.data, "data segment")
+		memory()
+		r.zero()
+	case sub == 9: // data.drop
+		r.index(s.data, "data segment")
+	case sub == 10: // memory.copy
+		memory()
+		r.zero()
+		r.zero()
+	case sub == 11: // memory.fill
+		memory()
+		r.zero()
+	case sub == 12: // table.init
+		r.index(s.elements, "element segment")
+		r.index(tables, "table")
+	case sub == 13: // elem.drop
+		r.index(s.elements, "element segment")
+	case sub == 14: // table.copy
+		r.index(tables, "table")
+		r.index(tables, "table")
+	case sub == 15, sub == 16, sub == 17: // table.grow, table.size, table.fill
+		r.index(tables, "table")
+	default:
+		r.fail(fmt.Errorf("opcode 0xfc %d", sub))
+	}
 }
 
 // wreader decodes a WebAssembly binary; the first error sticks.
@@ -661,8 +728,9 @@ func (r *wreader) zero() {
 	}
 }
 
-// blockType reads the empty type, a value type, or a type index (s33).
-func (r *wreader) blockType() {
+// blockType reads the empty type, a value type, or a type index (a
+// non-negative s33) under types.
+func (r *wreader) blockType(types uint32) {
 	if r.off >= len(r.b) {
 		r.fail(errTruncated)
 		return
@@ -670,9 +738,25 @@ func (r *wreader) blockType() {
 	switch r.b[r.off] {
 	case 0x40, 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
 		r.off++
-	default:
-		r.sleb(5)
+		return
 	}
+	var v int64
+	for i := 0; i < 5; i++ {
+		c := r.byte()
+		if r.err != nil {
+			return
+		}
+		v |= int64(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			if c&0x40 != 0 { // negative: not a type index
+				r.fail(fmt.Errorf("block type %#x", c))
+			} else if v >= int64(types) {
+				r.fail(fmt.Errorf("block type index %d out of range (%d)", v, types))
+			}
+			return
+		}
+	}
+	r.fail(errors.New("block type too long"))
 }
 
 // memarg reads an alignment and an offset; an alignment that names a
@@ -682,30 +766,6 @@ func (r *wreader) memarg() {
 		r.fail(fmt.Errorf("memarg alignment %d", align))
 	}
 	r.u32()
-}
-
-// miscOp reads a 0xfc instruction: saturating truncations, bulk memory,
-// table instructions.
-func (r *wreader) miscOp() {
-	switch sub := r.u32(); {
-	case r.err != nil:
-	case sub <= 7:
-	case sub == 8: // memory.init
-		r.u32()
-		r.zero()
-	case sub == 9, sub == 13, sub == 15, sub == 16, sub == 17: // data.drop, elem.drop, table.grow/size/fill
-		r.u32()
-	case sub == 10: // memory.copy
-		r.zero()
-		r.zero()
-	case sub == 11: // memory.fill
-		r.zero()
-	case sub == 12, sub == 14: // table.init, table.copy
-		r.u32()
-		r.u32()
-	default:
-		r.fail(fmt.Errorf("opcode 0xfc %d", sub))
-	}
 }
 
 // simdOp reads a 0xfd instruction (fixed-width SIMD).

@@ -169,7 +169,7 @@ func TestUninstrumentableModuleFallsBackToWazero(t *testing.T) {
 	for name, extra := range cases {
 		t.Run(name, func(t *testing.T) {
 			bin := spinner(t, `(loop $l (br $l))`, extra)
-			if _, err := instrument(bin); err == nil {
+			if _, err := instrumentBytes(bin); err == nil {
 				t.Fatal("instrumented")
 			}
 			h := newHost(t)
@@ -203,7 +203,7 @@ func TestOwnImportOfYieldIsRefused(t *testing.T) {
     (i32.const 0))
   (func (export "snodo_alloc") (param $n i32) (result i32) (i32.const 1024))
   (func (export "snodo_handle") (param i32 i32) (result i32) (i32.const 0)))`)
-	if _, err := instrument(bin); err == nil {
+	if _, err := instrumentBytes(bin); err == nil {
 		t.Fatal("instrumented")
 	}
 	h := newHost(t)
@@ -356,7 +356,7 @@ func TestInstrumentPutsACheckAtEveryFunctionAndLoop(t *testing.T) {
 	mods := instrumentable(t)
 	mods["renumbering test"] = renumberingModule(t)
 	for name, bin := range mods {
-		out, err := instrument(bin)
+		out, err := instrumentBytes(bin)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -620,20 +620,37 @@ func FuzzInstrument(f *testing.F) {
 	rt := wazero.NewRuntime(ctx)
 	defer rt.Close(ctx)
 	f.Fuzz(func(t *testing.T, bin []byte) {
-		out, err := instrument(bin)
+		out, err := instrumentBytes(bin)
 		if err != nil {
 			return
 		}
 		if !bytes.HasPrefix(out, []byte("\x00asm")) {
 			t.Fatal("output is not a module")
 		}
-		if _, err := rt.CompileModule(ctx, bin); err != nil {
-			return
-		}
-		if _, err := rt.CompileModule(ctx, out); err != nil {
-			t.Fatalf("the original compiles, the instrumented module does not: %v", err)
+		_, origErr := rt.CompileModule(ctx, bin)
+		_, outErr := rt.CompileModule(ctx, out)
+		switch {
+		case origErr == nil && outErr != nil:
+			t.Fatalf("the original compiles, the instrumented module does not: %v", outErr)
+		case origErr != nil && outErr == nil:
+			// Load validates first; this checks the instrumenter's own
+			// range checks, its second line of defence.
+			t.Fatalf("instrumenting made an invalid module valid (%v)", origErr)
 		}
 	})
+}
+
+// instrumentBytes scans bin under the default limits and instruments it,
+// as Load does after validating it.
+func instrumentBytes(bin []byte) ([]byte, error) {
+	sh, err := scanModule(bin, DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := sh.boundTables(DefaultLimits.TableElements); err != nil {
+		return nil, err
+	}
+	return instrument(bin, sh)
 }
 
 // goroutinesCreated is the number of goroutines the process has created.

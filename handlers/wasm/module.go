@@ -46,9 +46,14 @@ type Module struct {
 	// (interrupt.go), which stop it at its deadline instead of wazero's
 	// close-on-context-done.
 	interruptible bool
-	memoryLimit   int64
-	maxOutput     int
-	logger        *slog.Logger
+	// memoryLimit is the module's MemoryLimit, which each instance
+	// reserves of the host's budget: its linear memory, at most
+	// linearLimit, and its tables, at most tableBytes.
+	memoryLimit int64
+	linearLimit int64
+	tableBytes  int64
+	maxOutput   int
+	logger      *slog.Logger
 	// mounts are the module's confined filesystems, closed with it.
 	mounts []*rootFS
 
@@ -131,14 +136,40 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 	m.logger = h.logger.With("wasm_module", name)
 
+	// Bound what the module names before anything else reads it
+	// (bounds.go), then validate it before instrumenting it
+	// (interrupt.go), so that the instrumenter only ever sees a valid
+	// module.
+	lim := cfg.Limits.withDefaults()
+	sh, err := scanModule(wasm, lim)
+	if err != nil {
+		return nil, loadErr("%w", err)
+	}
+	tableElems, err := sh.boundTables(lim.TableElements)
+	if err != nil {
+		return nil, loadErr("%w", err)
+	}
+	m.tableBytes = tableElems * tableElementBytes
+	tablePages := (m.tableBytes + pageSize - 1) / pageSize
+	if tablePages >= pages {
+		return nil, loadErr("its tables take %s (%d elements) of its memory limit of %s, which leaves its memory nothing; raise memory_limit",
+			sizeString(m.tableBytes), tableElems, sizeString(m.memoryLimit))
+	}
+	m.linearLimit = (pages - tablePages) * pageSize
 	if !cfg.Trusted {
-		if iw, err := instrument(wasm); err == nil {
+		if err := h.validate(ctx, wasm); err != nil {
+			return nil, loadErr("invalid module: %w", err)
+		}
+		if iw, err := instrument(wasm, sh); err == nil {
 			wasm, m.interruptible = iw, true
 		} else {
 			m.logger.Debug("deadline through wazero's close-on-context-done", "reason", err.Error())
 		}
 	}
-	rt, err := h.runtime(ctx, runtimeKey{memoryLimitPages: uint32(pages), closeOnDone: !cfg.Trusted && !m.interruptible})
+	if !m.interruptible {
+		wasm = withBoundedTables(wasm, sh)
+	}
+	rt, err := h.runtime(ctx, runtimeKey{memoryLimitPages: uint32(pages - tablePages), closeOnDone: !cfg.Trusted && !m.interruptible})
 	if err != nil {
 		return nil, err
 	}
