@@ -371,6 +371,18 @@ modules:
 	contains(t, "error", e.Message, "elicit-policy", "sha256")
 }
 
+// modules.NAME.limits bound what the module may name: a Go module's
+// functions have more locals than a limit of 8, and it is refused, naming
+// the key.
+func TestConfigModuleLimitsRefuseAModule(t *testing.T) {
+	dir := t.TempDir()
+	body := fmt.Sprintf("handler: [%q]\nmodules:\n  elicit-policy:\n    limits: {locals: 8}\n", elicitWasm)
+	cfg := filepath.Join(dir, "limits.yaml")
+	os.WriteFile(cfg, []byte(body), 0o600)
+	e := exits(t, cli(t, "--config", cfg, "tools", "call", "register", "--", demo), exitHandler, "handler")
+	contains(t, "error", e.Message, "elicit-policy", "over the limit of 8 (limits.locals)")
+}
+
 // The guard allows or denies tools by name pattern.
 func TestGuardAllowsAndDeniesToolsByPattern(t *testing.T) {
 	server := []string{"--", demo}

@@ -124,8 +124,20 @@ type moduleSettings struct {
 	Trusted     bool            `json:"trusted"`
 	MemoryLimit int64           `json:"memory_limit"`
 	MaxOutput   int             `json:"max_output"`
-	Methods     []string        `json:"methods"`
-	Grants      struct {
+	// Limits bound what the module can name (wasm.Limits); 0 means the
+	// default.
+	Limits struct {
+		Functions       int64 `json:"functions"`
+		Locals          int64 `json:"locals"`
+		TotalLocals     int64 `json:"total_locals"`
+		TableElements   int64 `json:"table_elements"`
+		Globals         int64 `json:"globals"`
+		DataSegments    int64 `json:"data_segments"`
+		ElementSegments int64 `json:"element_segments"`
+		CodeBytes       int64 `json:"code_bytes"`
+	} `json:"limits"`
+	Methods []string `json:"methods"`
+	Grants  struct {
 		Mounts []struct {
 			Host     string `json:"host"`
 			Guest    string `json:"guest"`
@@ -555,6 +567,7 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config, allowTrust
 			}
 			mc.Config, mc.SHA256, mc.Trusted = ms.Config, ms.SHA256, ms.Trusted
 			mc.MemoryLimit, mc.MaxOutput = ms.MemoryLimit, ms.MaxOutput
+			mc.Limits = wasm.Limits(ms.Limits)
 			if ms.Timeout != "" {
 				d, err := time.ParseDuration(ms.Timeout)
 				if err != nil {

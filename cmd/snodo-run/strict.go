@@ -54,6 +54,10 @@ var configSchema = fields(map[string]*schema{
 	"modules": {each: fields(map[string]*schema{
 		"config": leaf, "sha256": leaf, "timeout": leaf, "trusted": leaf,
 		"memory_limit": leaf, "max_output": leaf, "methods": leaf,
+		"limits": fields(map[string]*schema{
+			"functions": leaf, "locals": leaf, "total_locals": leaf, "table_elements": leaf,
+			"globals": leaf, "data_segments": leaf, "element_segments": leaf, "code_bytes": leaf,
+		}),
 		"grants": fields(map[string]*schema{
 			"mounts": {list: fields(map[string]*schema{"host": leaf, "guest": leaf, "read_only": leaf})},
 			"env":    leaf, "clock": leaf, "random": leaf,
