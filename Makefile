@@ -57,6 +57,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendRequest$$' -fuzztime $(FUZZTIME) ./abi
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) ./abi
 	$(GO) test -run '^$$' -fuzz '^FuzzHasUnknownKeys$$' -fuzztime $(FUZZTIME) ./internal/jsoncodec
+	$(GO) test -run '^$$' -fuzz '^FuzzInstrument$$' -fuzztime $(FUZZTIME) ./handlers/wasm
+	$(GO) test -run '^$$' -fuzz '^FuzzModulesNearTheBounds$$' -fuzztime $(FUZZTIME) ./handlers/wasm
 
 # The example and test Wasm modules, from source.
 examples:
