@@ -208,3 +208,16 @@ func TestHugeLocalCountsAreRefusedBeforeCompiling(t *testing.T) {
 		t.Fatalf("50,001 locals: %v", err)
 	}
 }
+
+// Unbounded recursion ends in wazero's stack overflow trap, reported as
+// such even when the module's memory is near its limit.
+func TestRecursionIsAStackOverflowNotOutOfMemory(t *testing.T) {
+	bin := watModule(t, handlerWAT(`(call $rec (i32.const 0)) `+decline,
+		`(func $rec (param i32) (call $rec (i32.add (local.get 0) (i32.const 1))))`))
+	m := load(t, newHost(t), ModuleConfig{Name: "rec", Wasm: bin, MemoryLimit: 1 << 20})
+	_, err := m.HandleRequest(context.Background(), "elicitation/create", elicit("x"))
+	e := wantHandlerError(t, err, jsonrpc.CodeInternalError, `wasm module "rec": trap: stack overflow`)
+	if strings.Contains(e.Message, "out of memory") {
+		t.Fatalf("%s: a stack overflow reported as out of memory", e.Message)
+	}
+}

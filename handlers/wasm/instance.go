@@ -428,7 +428,9 @@ func (inst *instance) classify(caller context.Context, err error) *callFailure {
 		cause = "trap: " + line
 	}
 	stderr := inst.stderr.String()
-	if !deadlineOrCancel && inst.memory != nil && int64(inst.memory.Size())+16*pageSize > m.linearLimit {
+	// A stack overflow is not for want of linear memory, however full.
+	overflow := strings.Contains(cause, "stack overflow")
+	if !deadlineOrCancel && !overflow && inst.memory != nil && int64(inst.memory.Size())+16*pageSize > m.linearLimit {
 		limit := sizeString(m.memoryLimit)
 		if m.tableBytes > 0 {
 			limit += fmt.Sprintf(", %s of it for tables", sizeString(m.tableBytes))
