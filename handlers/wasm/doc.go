@@ -22,6 +22,10 @@
 // memory of all of a Host's instances together. Guest text bound for logs
 // and errors goes through SanitizeText.
 //
+// Before anything compiles a module, scanModule (bounds.go) checks what it
+// names against ModuleConfig.Limits, and an untrusted module is validated
+// before it is instrumented. Tables count in the module's MemoryLimit.
+//
 // A module that is not trusted is stopped at its deadline, or when its
 // caller's context ends, by checks Snodo instruments into it at load
 // (interrupt.go): a fuel counter decremented at every function entry and
