@@ -131,6 +131,12 @@ type Config struct {
 	// means the user's cache directory (see wasm.DefaultCacheDir).
 	CacheDir string
 
+	// CompileIn, when set, compiles each Wasm module missing from the
+	// cache in a child process within its bounds
+	// (wasm.HostConfig.CompileIn): this program run again, which must call
+	// Init first thing in main.
+	CompileIn *wasm.ChildCompile
+
 	// Subreaper (Linux only; Start fails elsewhere) makes this process a
 	// child subreaper (prctl PR_SET_CHILD_SUBREAPER), for the rest of its
 	// life: a server's descendant whose parent exits, even one that called

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"github.com/snodo/snodo/handlers/wasm"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,9 +51,12 @@ const initArg = "__snodo-init"
 
 // Init runs this process as the init of a server's PID namespace, and
 // exits with the server's status, when Start ran it as PIDNamespace.Init;
-// otherwise it returns at once. A program named by PIDNamespace.Init calls
-// it first thing in main.
+// or compiles a Wasm module and exits, when a host with Config.CompileIn
+// ran it for that (wasm.ServeCompile); otherwise it returns at once. A
+// program named by PIDNamespace.Init, or whose Config sets CompileIn,
+// calls it first thing in main.
 func Init() {
+	wasm.ServeCompile()
 	if len(os.Args) < 2 || os.Args[1] != initArg {
 		return
 	}

@@ -151,7 +151,7 @@ func (r *Runner) loadModules(ctx context.Context) error {
 	if len(r.cfg.Handlers) == 0 && r.cfg.Progress == nil && r.cfg.Subscriber == nil {
 		return nil
 	}
-	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: r.cfg.CacheDir, Logger: r.log})
+	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: r.cfg.CacheDir, Logger: r.log, CompileIn: r.cfg.CompileIn})
 	if err != nil {
 		return err
 	}

@@ -321,6 +321,9 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 		return nil, usageErr("%v", err)
 	}
 	rc.CacheDir = v.GetString(keyCacheDir)
+	// Modules compile in a child process, snodo-run run again (main calls
+	// runner.Init), within wasm's default bounds.
+	rc.CompileIn = &wasm.ChildCompile{}
 
 	if err := resolveServer(v, fc, serverArgv, &rc.Server); err != nil {
 		return nil, err

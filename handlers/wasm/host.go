@@ -41,6 +41,12 @@ type HostConfig struct {
 	// fails with -32603 naming the budget. A module whose MemoryLimit is
 	// over the budget does not load.
 	MaxTotalMemory int64
+
+	// CompileIn, when not nil, compiles each module missing from the
+	// on-disk cache in a child process within its bounds (see
+	// ServeCompile); nil compiles in this process. It needs the disk
+	// cache: with NoDiskCache, modules compile in this process.
+	CompileIn *ChildCompile
 }
 
 // DefaultCacheDir returns the default compilation cache directory,
@@ -57,6 +63,9 @@ func DefaultCacheDir() (string, error) {
 type Host struct {
 	cache  wazero.CompilationCache
 	logger *slog.Logger
+	// cacheDir is the directory of wazero's on-disk cache; "" for none.
+	cacheDir  string
+	compileIn *ChildCompile
 
 	budget memBudget
 
@@ -103,7 +112,7 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wasm: compilation cache in %s: %w", dir, err)
 	}
-	h.cache = cache
+	h.cache, h.cacheDir, h.compileIn = cache, dir, cfg.CompileIn
 	return h, nil
 }
 

@@ -28,6 +28,7 @@ var goGuestDir string
 const serverRoleEnv = "SNODO_WASM_TEST_SERVER"
 
 func TestMain(m *testing.M) {
+	ServeCompile() // when a test's host runs this binary to compile
 	switch os.Getenv(serverRoleEnv) {
 	case "gosdk-modern":
 		os.Exit(gosdkserver.Run(false))
