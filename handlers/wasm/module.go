@@ -143,7 +143,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 		return nil, err
 	}
 	m.rt = rt
-	compiled, err := rt.CompileModule(ctx, wasm)
+	compiled, err := h.compileModule(ctx, rt, wasm)
 	if err != nil {
 		return nil, loadErr("compile: %w", err)
 	}
