@@ -440,12 +440,14 @@ func readOwnFile(p string, forbidden fs.FileMode, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%d bytes, over the %d-byte limit", fi.Size(), max)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
+	// Read at once into a buffer of the file's size: a compiled module is
+	// megabytes, which io.ReadAll would grow into step by step.
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("changed while it was read: %w", err)
 	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("over the %d-byte limit", max)
+	if n, _ := f.Read(make([]byte, 1)); n != 0 {
+		return nil, errors.New("changed while it was read")
 	}
 	return b, nil
 }
