@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // swapAnswers are the two answers of the modules swapModule makes: both
@@ -530,5 +531,38 @@ func TestDefaultCacheDirIsMadePrivate(t *testing.T) {
 	}
 	if n := len(cacheFiles(t, dir)); n != 1 {
 		t.Fatalf("%d entries in %s, want 1", n, dir)
+	}
+}
+
+// The private directory of a host whose process was killed (no Close) is
+// removed by a later host once nobody touched it for a day; a recent one,
+// perhaps another live host's, is left alone.
+func TestCacheStalePrivateDirIsRemoved(t *testing.T) {
+	c := newCacheCase(t)
+	c.entry(t)
+	stale := filepath.Join(c.dir, privatePrefix+"stale")
+	recent := filepath.Join(c.dir, privatePrefix+"recent")
+	for _, d := range []string{stale, recent} {
+		if err := os.MkdirAll(filepath.Join(d, "wazero-x"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "wazero-x", strings.Repeat("0", 64)), []byte("left"), 0o600)
+	}
+	old := time.Now().Add(-staleAfter - time.Hour)
+	for _, p := range []string{filepath.Join(stale, "wazero-x", strings.Repeat("0", 64)), filepath.Join(stale, "wazero-x"), stale} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := c.host(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close(context.Background())
+	if _, err := os.Lstat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stale private directory still there (%v)", err)
+	}
+	if _, err := os.Lstat(recent); err != nil {
+		t.Errorf("recent private directory removed: %v", err)
 	}
 }
