@@ -530,6 +530,31 @@ func TestHandlersCheck(t *testing.T) {
 	exits(t, cli(t, "handlers", "check", "/nonexistent.wasm"), exitHandler, "handler")
 }
 
+// A compilation cache directory others can write is refused before any
+// module runs, as a configuration error (exit 2) that names the directory,
+// what is wrong and the fix: whoever can write it could choose the code a
+// module runs.
+func TestCacheDirOthersCanWriteIsAConfigError(t *testing.T) {
+	loose := filepath.Join(t.TempDir(), "cache")
+	if err := os.Mkdir(loose, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"tools list":     {"--handler", elicitWasm, "tools", "list", "--", demo},
+		"proxy":          {"--handler", elicitWasm, "proxy", "--", demo},
+		"handlers check": {"handlers", "check", elicitWasm},
+		"handlers test":  {"handlers", "test", elicitWasm, "--method", "elicitation/create", "--params", `{"message":"x","requestedSchema":{"type":"object"}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := exits(t, cli(t, append([]string{"--cache-dir", loose}, args...)...), exitUsage, "config")
+			contains(t, "error", e.Message, loose, "writable by group and others", "chmod go-w "+loose, "--cache-dir")
+		})
+	}
+}
+
 // "handlers test FILE.wasm --method M --params JSON|@file (run one input
 // through a module without a server: the handler author's inner loop)"
 func TestHandlersTest(t *testing.T) {

@@ -54,7 +54,7 @@ func (a *app) startError(err error) error {
 	var le *runner.LoadError
 	switch {
 	case errors.As(err, &le):
-		return handlerErr(err)
+		return moduleErr(err)
 	case errors.Is(err, context.Canceled):
 		return err
 	case isJSONRPC(err):
@@ -484,7 +484,7 @@ what is missing or wrong, with exit code 5.`,
 			}
 			rep, err := runner.CheckModule(a.ctx, mc, a.settings.runner.CacheDir)
 			if err != nil {
-				return handlerErr(err)
+				return moduleErr(err)
 			}
 			return a.print(rep)
 		},
@@ -524,7 +524,7 @@ consumer's request to cancel, are reported as errors with exit code 5.
 				if !errors.As(err, &le) && !isJSONRPC(err) {
 					return usageErr("%v", err)
 				}
-				return handlerErr(err)
+				return moduleErr(err)
 			}
 			return a.print(res)
 		},

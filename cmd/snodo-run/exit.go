@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -56,6 +57,17 @@ func configErr(format string, args ...any) error {
 
 func handlerErr(err error) error {
 	return &cliError{code: exitHandler, kind: "handler", err: err}
+}
+
+// moduleErr is the error for a module that failed to load: a handler
+// failure, except a compilation cache others could change (--cache-dir,
+// or the cache key file), which is the configuration's.
+func moduleErr(err error) error {
+	var ue *wasm.UnsafeCacheError
+	if errors.As(err, &ue) {
+		return configErr("%v", ue)
+	}
+	return handlerErr(err)
 }
 
 // exitCode is the process exit code for err.

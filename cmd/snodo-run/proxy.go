@@ -120,7 +120,7 @@ func (a *app) wasmMethods() (map[string]bool, error) {
 		if len(methods) == 0 {
 			rep, err := runner.CheckModule(a.ctx, h.ModuleConfig, a.settings.runner.CacheDir)
 			if err != nil {
-				return nil, handlerErr(err)
+				return nil, moduleErr(err)
 			}
 			methods = rep.Manifest.Methods
 		}

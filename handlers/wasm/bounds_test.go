@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -219,5 +220,39 @@ func TestRecursionIsAStackOverflowNotOutOfMemory(t *testing.T) {
 	e := wantHandlerError(t, err, jsonrpc.CodeInternalError, `wasm module "rec": trap: stack overflow`)
 	if strings.Contains(e.Message, "out of memory") {
 		t.Fatalf("%s: a stack overflow reported as out of memory", e.Message)
+	}
+}
+
+// A module that passed validation is recorded in the disk cache under its
+// MAC and not validated again; a record that fails its MAC vouches for
+// nothing, so an invalid module is refused whatever record sits beside it.
+func TestValidationRecordIsAuthenticated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	host := func() *Host {
+		h, err := NewHost(HostConfig{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close(context.Background()) })
+		return h
+	}
+	good := watModule(t, handlerWAT(decline, ""))
+	h := host()
+	load(t, h, ModuleConfig{Name: "good", Wasm: good})
+	if !h.disk.validated(sha256.Sum256(good)) {
+		t.Fatal("no validation record after a valid module loaded")
+	}
+	// An invalid module with a forged record beside it.
+	bad := watUnchecked(t, handlerWAT(`(loop $l (global.set 0 (i32.const 1000000)) (br $l)) `+decline, ""))
+	sum := sha256.Sum256(bad)
+	if err := os.WriteFile(h.disk.validPath(sum), make([]byte, sha256.Size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := host().Load(context.Background(), ModuleConfig{Name: "forge", Wasm: bad})
+	if err == nil || !strings.Contains(err.Error(), "invalid module") {
+		t.Fatalf("Load: %v, want the forged record ignored and the module refused", err)
+	}
+	if _, err := os.Stat(h.disk.validPath(sum)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the forged record is still there: %v", err)
 	}
 }

@@ -192,16 +192,3 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// compile compiles bin in rt, first in a child process when the host is
-// configured so (HostConfig.CompileIn) and has an on-disk cache.
-// closeOnDone is rt's close-on-context-done, which the child's compiler
-// must share for its code to be the code rt looks for.
-func (h *Host) compile(ctx context.Context, rt wazero.Runtime, closeOnDone bool, bin []byte) (wazero.CompiledModule, error) {
-	if h.compileIn != nil && h.cacheDir != "" {
-		if err := compileInChild(ctx, *h.compileIn, h.cacheDir, closeOnDone, bin); err != nil {
-			return nil, err
-		}
-	}
-	return rt.CompileModule(ctx, bin)
-}

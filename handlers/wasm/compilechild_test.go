@@ -26,8 +26,8 @@ func childHost(t *testing.T, cc ChildCompile) (*Host, string) {
 	return h, dir
 }
 
-// cacheFiles counts the files under dir.
-func cacheFiles(t *testing.T, dir string) int {
+// countFiles counts the files under dir.
+func countFiles(t *testing.T, dir string) int {
 	n := 0
 	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -46,7 +46,7 @@ func TestChildCompileLoadsTheModule(t *testing.T) {
 	if _, err := m.HandleRequest(context.Background(), "elicitation/create", elicit("x")); err != nil {
 		t.Fatal(err)
 	}
-	if n := cacheFiles(t, dir); n == 0 {
+	if n := countFiles(t, dir); n == 0 {
 		t.Fatal("the compile child wrote nothing to the cache")
 	}
 }

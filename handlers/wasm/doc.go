@@ -14,6 +14,15 @@
 // memory, invalid output, the deadline — is a *jsonrpc.Error of kind
 // handler with code -32603 whose message names the module and the cause.
 //
+// The compilation cache (HostConfig.CacheDir) is trusted no further than
+// its MAC: each compiled module is stored with an HMAC-SHA256 under a key
+// of the user's (HostConfig.CacheKeyFile, kept outside the cache), wazero
+// only ever reads bytes that passed it, from a directory private to the
+// Host, and an entry that fails is removed, logged at warn and compiled
+// again (cache.go). NewHost refuses a cache directory or key file that
+// someone other than the user or root owns or that others can write
+// (*UnsafeCacheError).
+//
 // Mounts are confined with Go's os.Root (rootFS): no "..", no symlink —
 // made by the guest or already there — resolves outside a mounted
 // directory, and a read-only mount refuses every change with EROFS. Module

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,9 +20,24 @@ import (
 // HostConfig configures a Host. The zero value is ready to use.
 type HostConfig struct {
 	// CacheDir is where compiled modules are cached across processes. ""
-	// means os.UserCacheDir()/snodo/wazero (or no disk cache when there is
-	// no user cache directory).
+	// means DefaultCacheDir (or no disk cache when there is no user cache
+	// directory). It is created with mode 0700 if it is missing. NewHost
+	// refuses it with an *UnsafeCacheError when it, or any directory
+	// above it, is owned by someone other than the user or root, or is
+	// writable by group or others (a sticky directory such as /tmp is
+	// fine above it): whoever can change the cache could choose the code
+	// modules run. Each cached module is authenticated with the key of
+	// CacheKeyFile; an entry that fails its check is removed, logged at
+	// warn and compiled again.
 	CacheDir string
+
+	// CacheKeyFile holds the key that authenticates the cache's entries
+	// (HMAC-SHA256). "" means DefaultCacheKeyFile; when there is no user
+	// configuration directory either, compiled code is kept in memory
+	// only. It is created (32 random bytes, mode 0600) if it is missing,
+	// and refused like CacheDir when it or its directory is not the
+	// user's alone.
+	CacheKeyFile string
 
 	// NoDiskCache keeps compiled code in memory only.
 	NoDiskCache bool
@@ -50,21 +66,22 @@ type HostConfig struct {
 }
 
 // DefaultCacheDir returns the default compilation cache directory,
-// os.UserCacheDir()/snodo/wazero.
+// os.UserCacheDir()/snodo/compiled. (Before the cache's entries were
+// authenticated it was snodo/wazero, which held wazero's own files; Snodo
+// no longer reads that directory, and it can be removed.)
 func DefaultCacheDir() (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "snodo", "wazero"), nil
+	return filepath.Join(dir, "snodo", "compiled"), nil
 }
 
 // Host loads and runs Wasm handler modules. It is safe for concurrent use.
 type Host struct {
-	cache  wazero.CompilationCache
-	logger *slog.Logger
-	// cacheDir is the directory of wazero's on-disk cache; "" for none.
-	cacheDir  string
+	cache     wazero.CompilationCache
+	disk      *diskCache // nil: compiled code is kept in memory only
+	logger    *slog.Logger
 	compileIn *ChildCompile
 
 	budget memBudget
@@ -84,9 +101,10 @@ type runtimeKey struct {
 	closeOnDone      bool // wazero's close-on-context-done
 }
 
-// NewHost returns a Host with the compilation cache of cfg.
+// NewHost returns a Host with the compilation cache of cfg. A cache
+// directory or key file others could change is an *UnsafeCacheError.
 func NewHost(cfg HostConfig) (*Host, error) {
-	h := &Host{runtimes: map[runtimeKey]wazero.Runtime{}, logger: cfg.Logger}
+	h := &Host{runtimes: map[runtimeKey]wazero.Runtime{}, logger: cfg.Logger, compileIn: cfg.CompileIn}
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
@@ -108,12 +126,36 @@ func NewHost(cfg HostConfig) (*Host, error) {
 		}
 		dir = d
 	}
-	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	disk, err := openDiskCache(dir, cfg.CacheKeyFile, h.logger)
 	if err != nil {
-		return nil, fmt.Errorf("wasm: compilation cache in %s: %w", dir, err)
+		return nil, err
 	}
-	h.cache, h.cacheDir, h.compileIn = cache, dir, cfg.CompileIn
+	if disk == nil {
+		h.cache = wazero.NewCompilationCache()
+		return h, nil
+	}
+	h.cache, h.disk = disk.wazero, disk
 	return h, nil
+}
+
+// compileModule compiles wasm in rt, one of the host's runtimes, whose
+// close-on-context-done is closeOnDone, through the authenticated disk
+// cache if the host has one (cache.go). A module missing from the cache is
+// compiled in a child process first when the host is configured so
+// (compilechild.go): rt's compile then reads the child's code back.
+func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, closeOnDone bool, wasm []byte) (wazero.CompiledModule, error) {
+	if h.disk == nil {
+		return rt.CompileModule(ctx, wasm)
+	}
+	var flags byte
+	if closeOnDone {
+		flags = 1 // wazero keys compiled code by this switch too
+	}
+	var child func(dir string) error
+	if h.compileIn != nil {
+		child = func(dir string) error { return compileInChild(ctx, *h.compileIn, dir, closeOnDone, wasm) }
+	}
+	return h.disk.compile(ctx, rt, flags, wasm, child)
 }
 
 // runtime returns the runtime for key, creating it with the host modules
@@ -149,7 +191,8 @@ func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, err
 }
 
 // Close closes every module and runtime; calls in flight fail. The disk
-// cache stays for the next process.
+// cache stays for the next process; the private directory wazero was given
+// is removed.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -173,14 +216,24 @@ func (h *Host) Close(ctx context.Context) error {
 		errs = append(errs, h.validator.Close(ctx))
 	}
 	errs = append(errs, h.cache.Close(ctx))
+	if h.disk != nil {
+		errs = append(errs, h.disk.close())
+	}
 	return errors.Join(errs...)
 }
 
 // validate checks that bin is a valid module, as wazero's compiler would,
 // without compiling it to native code: it is compiled by an interpreter
 // runtime that the host keeps for this alone. Snodo's instrumentation
-// reads only modules that passed it.
+// reads only modules that passed it. With a disk cache, a module that
+// passed once is recorded, under the cache's MAC, and not validated again.
 func (h *Host) validate(ctx context.Context, bin []byte) error {
+	var sum [sha256.Size]byte
+	if h.disk != nil {
+		if sum = sha256.Sum256(bin); h.disk.validated(sum) {
+			return nil
+		}
+	}
 	h.validatorOnce.Do(func() {
 		h.validator = wazero.NewRuntimeWithConfig(context.Background(), wazero.NewRuntimeConfigInterpreter())
 	})
@@ -190,6 +243,9 @@ func (h *Host) validate(ctx context.Context, bin []byte) error {
 	cm, err := h.validator.CompileModule(ctx, bin)
 	if err != nil {
 		return err
+	}
+	if h.disk != nil {
+		h.disk.markValidated(sum)
 	}
 	return cm.Close(ctx)
 }

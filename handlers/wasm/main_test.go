@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	}
 	goGuestDir = dir
 	os.Setenv("SNODO_WASM_TEST_GUESTS", dir)
+	// The compilation cache's key file (DefaultCacheKeyFile) goes here,
+	// not into the user's configuration directory.
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	if os.Getenv(gcChildEnv) != "" {
 		// One test, which needs no Go guest (the directory holds the
 		// compilation cache).

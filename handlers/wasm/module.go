@@ -174,7 +174,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 		return nil, err
 	}
 	m.rt = rt
-	compiled, err := h.compile(ctx, rt, !cfg.Trusted && !m.interruptible, wasm)
+	compiled, err := h.compileModule(ctx, rt, !cfg.Trusted && !m.interruptible, wasm)
 	if err != nil {
 		return nil, loadErr("compile: %w", err)
 	}
