@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -134,7 +135,9 @@ func reportError(w io.Writer, err error) int {
 	default:
 		body.Kind = "transport"
 	}
+	// The message and data may hold a server's text: its control, bidi
+	// and invisible characters are written as \u escapes.
 	b, _ := json.Marshal(errorObject{Error: body, ExitCode: code})
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", safetext.JSON(b))
 	return code
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/guard"
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/runner"
 )
 
@@ -48,13 +49,16 @@ func (a *app) printLine(v any) error {
 	return err
 }
 
+// marshal is v as one line of JSON, for printing: the control, bidi and
+// invisible characters of a server's text are written as \u escapes
+// (safetext.JSON), which keeps the value and keeps them off the terminal.
 func marshal(v any) ([]byte, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
 			return nil, err
 		}
-		return buf.Bytes(), nil
+		return safetext.JSON(buf.Bytes()), nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -62,7 +66,7 @@ func marshal(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return safetext.JSON(bytes.TrimRight(buf.Bytes(), "\n")), nil
 }
 
 // textRenderer is output that renders itself as text (tasks.go).

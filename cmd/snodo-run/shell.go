@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 	"github.com/snodo/snodo/transport/stdio"
@@ -342,15 +343,9 @@ func promptOf(name string) string {
 	return name + "> "
 }
 
-// sanitize keeps what a server names itself printable on a terminal.
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, s)
-}
+// sanitize keeps what a server names itself printable on a terminal, on
+// one line.
+func sanitize(s string) string { return safetext.Escape(s, false) }
 
 // lockedWriter serialises writes, so that an event never lands inside a
 // result; on a terminal in raw mode, it ends lines with CR LF.

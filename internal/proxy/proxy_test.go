@@ -95,6 +95,7 @@ func TestHostileHost(t *testing.T) {
 		`{"jsonrpc":"2.0","id":11,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo"}}`,
 		`{"jsonrpc":"2.0","id":13,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"secret\u200b"}}`,
 	}, "\n") + "\n"
 	var audit bytes.Buffer
 	msgs := serveLines(t, Config{MaxLineBytes: 1024, AllowTool: func(n string) bool { return n != "secret" }, Audit: &audit}, input)
@@ -149,6 +150,11 @@ func TestHostileHost(t *testing.T) {
 	}
 	if !strings.Contains(audit.String(), `"tool":"secret","decision":"deny","durationMs"`) {
 		t.Errorf("the denied call is not in the audit log:\n%s", audit.String())
+	}
+	// An audit log is read on a terminal: the host's invisible characters
+	// are escaped in it.
+	if strings.Contains(audit.String(), "\u200b") || !strings.Contains(audit.String(), `"tool":"secret\u200b"`) {
+		t.Errorf("the audit log does not hold the invisible character escaped:\n%q", audit.String())
 	}
 }
 
