@@ -115,3 +115,37 @@ func TestServerTextReachesTheTerminalEscaped(t *testing.T) {
 		}
 	}
 }
+
+// --deny-tool secret holds against names that differ from secret only by
+// a control, invisible or white-space character: they are not listed,
+// and calling one is refused with the reason.
+func TestGuardRefusesNamesWithInvisibleCharacters(t *testing.T) {
+	for _, list := range [][]string{{"tools", "list"}, {"call", "tools/list"}} {
+		r := ok(t, cli(t, hostile(append([]string{"--protocol", "legacy", "--deny-tool", "secret"}, list...)...)...))
+		var res struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("%v: %v\n%s", list, err, r.stdout)
+		}
+		if len(res.Tools) != 1 || res.Tools[0].Name != "echo" {
+			t.Errorf("%v lists %q, want echo alone", list, res.Tools)
+		}
+	}
+	for _, name := range []string{"secret\u200b", "secret ", "secret\ufeff"} {
+		e := exits(t, cli(t, hostile("--protocol", "legacy", "--deny-tool", "secret", "tools", "call", name)...), exitUsage, "guard")
+		contains(t, "error", e.Message, "refused by the guard", "the guard compares no such name")
+		e = exits(t, cli(t, hostile("--protocol", "legacy", "--deny-tool", "secret", "call", "tools/call", "--params", `{"name":`+mustJSONString(name)+`}`)...), exitUsage, "guard")
+		contains(t, "error", e.Message, "refused by the guard")
+	}
+	// Without a guard, nothing is compared and nothing refused.
+	r := ok(t, cli(t, hostile("--protocol", "legacy", "tools", "list")...))
+	if n := strings.Count(r.stdout, `"name":`); n != 10 {
+		t.Errorf("without a guard, %d tools listed, want 10:\n%s", n, r.stdout)
+	}
+}
+
+func mustJSONString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -610,8 +610,8 @@ func (sh *shell) toolCallArguments(ctx context.Context, v *app, name, rest strin
 	if name == "" {
 		return nil, usageErr("tools call wants a tool NAME, then K=V arguments or a JSON object")
 	}
-	if !v.toolAllowed(name) {
-		return nil, &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard (allow: %v, deny: %v)", name, v.settings.allow, v.settings.deny)}
+	if err := v.guardCall(name); err != nil {
+		return nil, err
 	}
 	arguments := map[string]any{}
 	var kv []string

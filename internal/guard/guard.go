@@ -10,12 +10,21 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // Allowed applies allow and deny patterns (Match) to a tool name: a tool
 // is allowed when no allow pattern is given or one matches, and no deny
-// pattern matches.
+// pattern matches. When any pattern is given, a name CheckName refuses is
+// never allowed: the patterns compare only names that read as what they
+// are.
 func Allowed(allow, deny []string, name string) bool {
+	if len(allow)+len(deny) > 0 && CheckName(name) != nil {
+		return false
+	}
 	ok := len(allow) == 0
 	for _, p := range allow {
 		if Match(p, name) {
@@ -28,6 +37,32 @@ func Allowed(allow, deny []string, name string) bool {
 		}
 	}
 	return ok
+}
+
+// CheckName refuses a tool name that could show as, or be taken by a
+// server for, another name than the one the patterns compare: one with a
+// control or invisible character (safetext.Unsafe: C0 and C1 controls,
+// the bidi controls, zero-width characters, the byte order mark, the line
+// and paragraph separators …), with white space other than the space
+// (U+0020), with a space at either end, or with invalid UTF-8. So
+// "secret\x00", "secret\u200b" and "secret " do not pass --deny-tool secret:
+// they are not listed and not called. Past these, names are compared
+// byte for byte: no case folding, no Unicode normalization, no mapping of
+// look-alike characters (a Cyrillic "ѕecret" is another name), which only
+// an allow list covers.
+func CheckName(name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("tool name %q is not valid UTF-8", name)
+	}
+	for _, r := range name {
+		if safetext.Unsafe(r) || (r != ' ' && unicode.IsSpace(r)) {
+			return fmt.Errorf("tool name %q holds %U, a control, invisible or white-space character: the guard compares no such name", name, r)
+		}
+	}
+	if strings.TrimSpace(name) != name {
+		return fmt.Errorf("tool name %q begins or ends with a space: the guard compares no such name", name)
+	}
+	return nil
 }
 
 // Match reports whether name matches the shell-style pattern: * is any
@@ -125,7 +160,8 @@ func ToolName(params json.RawMessage) (string, error) {
 }
 
 // FilterTools applies the guard to a tools/list result: a tool allow
-// refuses, or whose name cannot be told for sure, is left out. A result
+// refuses, whose name CheckName refuses, or whose name cannot be told for
+// sure, is left out. A result
 // that cannot be read is replaced by an empty list.
 func FilterTools(result json.RawMessage, allow func(string) bool) json.RawMessage {
 	var res map[string]json.RawMessage
@@ -135,7 +171,7 @@ func FilterTools(result json.RawMessage, allow func(string) bool) json.RawMessag
 	}
 	kept := make([]json.RawMessage, 0, len(tools))
 	for _, t := range tools {
-		if name, err := ToolName(t); err == nil && allow(name) {
+		if name, err := ToolName(t); err == nil && CheckName(name) == nil && allow(name) {
 			kept = append(kept, t)
 		}
 	}

@@ -17,7 +17,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeServer is a 2026-07-28 server with two tools, echo and secret.
+// fakeServer is a 2026-07-28 server with two tools, echo and secret, and
+// tools whose names are secret with an invisible or control character
+// added.
 type fakeServer struct{}
 
 func (fakeServer) Request(_ context.Context, req *jsonrpc.Request, _ transport.RequestOptions) (*jsonrpc.Response, error) {
@@ -25,7 +27,7 @@ func (fakeServer) Request(_ context.Context, req *jsonrpc.Request, _ transport.R
 	case "server/discover":
 		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake","version":"1"}}}`)), nil
 	case "tools/list":
-		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"tools":[{"name":"echo"},{"name":"secret"},{"name":"echo","Name":"secret"}]}`)), nil
+		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"tools":[{"name":"echo"},{"name":"secret"},{"name":"echo","Name":"secret"},{"name":"secret\u200b"},{"name":"secret\u0000"},{"name":"secret "}]}`)), nil
 	case "tools/call":
 		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)), nil
 	}
@@ -96,6 +98,7 @@ func TestHostileHost(t *testing.T) {
 		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo"}}`,
 		`{"jsonrpc":"2.0","id":13,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"secret\u200b"}}`,
+		`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"secret\u0000"}}`,
 	}, "\n") + "\n"
 	var audit bytes.Buffer
 	msgs := serveLines(t, Config{MaxLineBytes: 1024, AllowTool: func(n string) bool { return n != "secret" }, Audit: &audit}, input)
@@ -123,6 +126,7 @@ func TestHostileHost(t *testing.T) {
 		"2": jsonrpc.CodeMethodNotFound, "3": jsonrpc.CodeInvalidParams, "4": jsonrpc.CodeInvalidParams,
 		"5": jsonrpc.CodeInvalidParams, "6": jsonrpc.CodeInvalidParams, "8": jsonrpc.CodeUnsupportedProtocolVersion,
 		"9": jsonrpc.CodeInvalidParams, "10": jsonrpc.CodeInvalidParams,
+		"14": jsonrpc.CodeInvalidParams, "15": jsonrpc.CodeInvalidParams,
 	} {
 		m, ok := byID[id]
 		if !ok {
@@ -139,6 +143,11 @@ func TestHostileHost(t *testing.T) {
 	if got := string(byID["11"]["result"]); got != `{"tools":[{"name":"echo"}]}` {
 		t.Errorf("tools/list through the guard: %s", got)
 	}
+	for _, id := range []string{"14", "15"} {
+		if got := string(byID[id]["error"]); !strings.Contains(got, "the guard compares no such name") {
+			t.Errorf("request %s: %s, want the guard's reason", id, got)
+		}
+	}
 	if got := string(byID["12"]["result"]); !strings.Contains(got, `"text":"ok"`) {
 		t.Errorf("tools/call: %s", got)
 	}
@@ -153,7 +162,7 @@ func TestHostileHost(t *testing.T) {
 	}
 	// An audit log is read on a terminal: the host's invisible characters
 	// are escaped in it.
-	if strings.Contains(audit.String(), "\u200b") || !strings.Contains(audit.String(), `"tool":"secret\u200b"`) {
+	if strings.Contains(audit.String(), "\u200b") || !strings.Contains(audit.String(), `"tool":"secret\u200b","decision":"deny"`) {
 		t.Errorf("the audit log does not hold the invisible character escaped:\n%q", audit.String())
 	}
 }
