@@ -65,6 +65,16 @@ func CheckName(name string) error {
 	return nil
 }
 
+// foldsTo reports whether a server or host that decodes JSON into a Go
+// struct could take key for the field named field: encoding/json matches
+// names without regard to case (Unicode simple folding: ſ is s, K (U+212A)
+// is k), and encoding/json/v2's case-insensitive matching also ignores
+// underscores and dashes.
+func foldsTo(key, field string) bool {
+	return strings.EqualFold(key, field) ||
+		strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(key), field)
+}
+
 // Match reports whether name matches the shell-style pattern: * is any
 // sequence of characters ("/" included: tool names are not paths), ? any
 // one character, [abc], [a-z] and [!a-z] a class; \ quotes the next
@@ -116,10 +126,10 @@ func compile(pattern string) (*regexp.Regexp, error) {
 
 // ToolName is the name of the tool a tools/call with params calls, for
 // the guard. It fails closed: params must be an object with exactly one
-// key "name" whose value is a string, and no other key that differs from
-// "name" only in case (a server that decodes into a Go struct with
-// encoding/json matches keys without regard to case, and takes the last
-// duplicate).
+// key "name" whose value is a string, and no other key that a Go decoder
+// could take for it (foldsTo: "NAME", "na_me"; a server that decodes into
+// a Go struct with encoding/json matches keys without regard to case, and
+// takes the last duplicate).
 func ToolName(params json.RawMessage) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	tok, err := dec.Token()
@@ -137,7 +147,7 @@ func ToolName(params json.RawMessage) (string, error) {
 		if err := dec.Decode(&v); err != nil {
 			return "", errors.New("tools/call params are not valid JSON")
 		}
-		if !strings.EqualFold(key, "name") {
+		if !foldsTo(key, "name") {
 			continue
 		}
 		if key != "name" {
@@ -161,13 +171,22 @@ func ToolName(params json.RawMessage) (string, error) {
 
 // FilterTools applies the guard to a tools/list result: a tool allow
 // refuses, whose name CheckName refuses, or whose name cannot be told for
-// sure, is left out. A result
-// that cannot be read is replaced by an empty list.
+// sure, is left out. The result goes out with exactly one "tools" key, the
+// one encoding/json reads (the last); every other key a Go decoder could
+// take for it ("Tools", "toolſ", "to_ols") is dropped, so that a host
+// reading the first or the last duplicate, case-sensitively or not, sees
+// the filtered list. A result that cannot be read is replaced by an empty
+// list.
 func FilterTools(result json.RawMessage, allow func(string) bool) json.RawMessage {
 	var res map[string]json.RawMessage
 	var tools []json.RawMessage
 	if json.Unmarshal(result, &res) != nil || json.Unmarshal(res["tools"], &tools) != nil {
 		return json.RawMessage(`{"tools":[]}`)
+	}
+	for k := range res {
+		if k != "tools" && foldsTo(k, "tools") {
+			delete(res, k)
+		}
 	}
 	kept := make([]json.RawMessage, 0, len(tools))
 	for _, t := range tools {

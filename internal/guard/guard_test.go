@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -16,7 +18,7 @@ func TestToolName(t *testing.T) {
 			t.Errorf("ToolName(%s) = %q, %v; want %q", params, got, err, want)
 		}
 	}
-	for _, params := range []string{`{}`, `{"name":1}`, `{"name":null}`, `{"name":true}`, `{"NAME":"x"}`, `{"name":"a","name":"b"}`, `[]`, `{"name":`, `null`} {
+	for _, params := range []string{`{}`, `{"name":1}`, `{"name":null}`, `{"name":true}`, `{"NAME":"x"}`, `{"name":"a","namE":"b"}`, `{"name":"a","na_me":"b"}`, `{"name":"a","name":"b"}`, `[]`, `{"name":`, `null`} {
 		if got, err := ToolName(json.RawMessage(params)); err == nil {
 			t.Errorf("ToolName(%s) = %q, want an error", params, got)
 		}
@@ -50,6 +52,105 @@ func TestMatch(t *testing.T) {
 	}
 	if Allowed(nil, []string{"*"}, "a/b") || !Allowed(nil, nil, "a/b") || Allowed([]string{"x*"}, nil, "a/b") {
 		t.Error("Allowed")
+	}
+}
+
+// topLevel returns the members of the JSON object b in order, duplicates
+// included.
+func topLevel(t *testing.T, b []byte) (keys []string, values []json.RawMessage) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", b)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		keys, values = append(keys, tok.(string)), append(values, v)
+	}
+	return keys, values
+}
+
+// toolNames are the names in a JSON array of tools.
+func toolNames(t *testing.T, list json.RawMessage) []string {
+	t.Helper()
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(list, &tools); err != nil {
+		t.Fatalf("tools %s: %v", list, err)
+	}
+	var names []string
+	for _, x := range tools {
+		names = append(names, x.Name)
+	}
+	return names
+}
+
+// A filtered tools/list result holds the denied tool under no spelling of
+// "tools" that a host could read: not for a Go host decoding it with
+// encoding/json (case-insensitive, Unicode simple folding, last duplicate
+// wins), not for a JavaScript host (JSON.parse: exact keys, last wins),
+// not for a reader that takes the first duplicate, exactly or without
+// regard to case.
+func TestFilterToolsKeySpellings(t *testing.T) {
+	deny := func(n string) bool { return n != "secret" }
+	for _, result := range []string{
+		`{"tools":[{"name":"echo"}],"toolſ":[{"name":"secret"}]}`,
+		`{"toolſ":[{"name":"secret"}],"tools":[{"name":"echo"}]}`,
+		`{"tools":[{"name":"echo"}],"Tools":[{"name":"secret"}]}`,
+		`{"TOOLS":[{"name":"secret"}],"tools":[{"name":"echo"}]}`,
+		`{"tools":[{"name":"echo"}],"tOoLs":[{"name":"secret"}],"nextCursor":"c"}`,
+		`{"tools":[{"name":"echo"}],"to_ols":[{"name":"secret"}]}`,
+		`{"tools":[{"name":"secret"}],"tools":[{"name":"echo"}]}`,
+		`{"tools":[{"name":"echo"}],"tools":[{"name":"secret"}]}`,
+		`{"tools":[{"name":"echo"}],"tools":[{"name":"secret"}],"toolſ":[{"name":"secret"}],"tools":[{"name":"echo"}]}`,
+	} {
+		out := FilterTools(json.RawMessage(result), deny)
+		seen := map[string][]string{}
+		var goHost struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(out, &goHost); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		for _, x := range goHost.Tools {
+			seen["encoding/json"] = append(seen["encoding/json"], x.Name)
+		}
+		keys, values := topLevel(t, out)
+		for i, k := range keys {
+			if k == "tools" {
+				if _, ok := seen["first exact"]; !ok {
+					seen["first exact"] = toolNames(t, values[i])
+				}
+				seen["last exact"] = toolNames(t, values[i])
+			}
+			if strings.EqualFold(k, "tools") {
+				if _, ok := seen["first folded"]; !ok {
+					seen["first folded"] = toolNames(t, values[i])
+				}
+			}
+		}
+		for _, reader := range []string{"encoding/json", "first exact", "last exact", "first folded"} {
+			if got := seen[reader]; slices.Contains(got, "secret") || !slices.Equal(got, seen["encoding/json"]) {
+				t.Errorf("%s\nfiltered to %s\na host reading it as %s sees %q, encoding/json %q", result, out, reader, got, seen["encoding/json"])
+			}
+		}
+		if n := strings.Count(string(out), `"tools"`); n != 1 || len(keys) > 2 {
+			t.Errorf("filtered to %s, want exactly one tools key", out)
+		}
+	}
+	// Another key goes through as it was.
+	if out := FilterTools(json.RawMessage(`{"tools":[],"nextCursor":"c"}`), deny); string(out) != `{"nextCursor":"c","tools":[]}` {
+		t.Errorf("nextCursor lost: %s", out)
 	}
 }
 

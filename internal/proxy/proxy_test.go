@@ -19,14 +19,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeServer is a 2026-07-28 server with two tools, echo and secret, and
 // tools whose names are secret with an invisible or control character
-// added.
-type fakeServer struct{}
+// added; or with the tools/list result tools, when set.
+type fakeServer struct{ tools string }
 
-func (fakeServer) Request(_ context.Context, req *jsonrpc.Request, _ transport.RequestOptions) (*jsonrpc.Response, error) {
+func (f fakeServer) Request(_ context.Context, req *jsonrpc.Request, _ transport.RequestOptions) (*jsonrpc.Response, error) {
 	switch req.Method {
 	case "server/discover":
 		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake","version":"1"}}}`)), nil
 	case "tools/list":
+		if f.tools != "" {
+			return jsonrpc.NewResult(req.ID, json.RawMessage(f.tools)), nil
+		}
 		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"tools":[{"name":"echo"},{"name":"secret"},{"name":"echo","Name":"secret"},{"name":"secret\u200b"},{"name":"secret\u0000"},{"name":"secret "}]}`)), nil
 	case "tools/call":
 		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)), nil
@@ -44,7 +47,13 @@ func (fakeServer) Notify(context.Context, *jsonrpc.Notification, transport.Notif
 // returns what it wrote, one decoded message per line.
 func serveLines(t *testing.T, cfg Config, input string) []map[string]json.RawMessage {
 	t.Helper()
-	c, err := snodo.Connect(context.Background(), fakeServer{}, snodo.WithEra(snodo.EraModern))
+	return serveLinesFrom(t, fakeServer{}, cfg, input)
+}
+
+// serveLinesFrom is serveLines over the server srv.
+func serveLinesFrom(t *testing.T, srv fakeServer, cfg Config, input string) []map[string]json.RawMessage {
+	t.Helper()
+	c, err := snodo.Connect(context.Background(), srv, snodo.WithEra(snodo.EraModern))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +173,41 @@ func TestHostileHost(t *testing.T) {
 	// are escaped in it.
 	if strings.Contains(audit.String(), "\u200b") || !strings.Contains(audit.String(), `"tool":"secret\u200b","decision":"deny"`) {
 		t.Errorf("the audit log does not hold the invisible character escaped:\n%q", audit.String())
+	}
+}
+
+// A server whose tools/list result spells "tools" twice, or in a way a Go
+// decoder folds onto it (toolſ with U+017F, Tools), does not get a denied
+// tool to a host: the host decoding the proxied result with encoding/json
+// sees the filtered list, and the result has exactly one "tools" key.
+func TestProxyFiltersEverySpellingOfTools(t *testing.T) {
+	for _, tools := range []string{
+		`{"tools":[{"name":"echo"}],"toolſ":[{"name":"secret"}]}`,
+		`{"Tools":[{"name":"secret"}],"tools":[{"name":"echo"}]}`,
+		`{"tools":[{"name":"echo"}],"tools":[{"name":"secret"}]}`,
+		`{"tools":[{"name":"secret"}],"tools":[{"name":"echo"}]}`,
+	} {
+		msgs := serveLinesFrom(t, fakeServer{tools: tools}, Config{AllowTool: func(n string) bool { return n != "secret" }},
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+		if len(msgs) != 1 {
+			t.Fatalf("%s: answers %v", tools, msgs)
+		}
+		var res struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(msgs[0]["result"], &res); err != nil {
+			t.Fatalf("%s: %v", msgs[0]["result"], err)
+		}
+		for _, x := range res.Tools {
+			if x.Name == "secret" {
+				t.Errorf("server result %s\nproxied as %s: a Go host sees the denied tool", tools, msgs[0]["result"])
+			}
+		}
+		if n := strings.Count(strings.ToLower(string(msgs[0]["result"])), `"tool`); n != 1 {
+			t.Errorf("proxied as %s: want exactly one tools key", msgs[0]["result"])
+		}
 	}
 }
 
