@@ -246,7 +246,7 @@ func (sh *shell) summary() error {
 
 func (sh *shell) terminal(historyFile string) error {
 	if historyFile != "" {
-		if err := os.MkdirAll(filepath.Dir(historyFile), 0o700); err != nil {
+		if err := prepareHistory(historyFile, historyLimit, sh.a.stderr); err != nil {
 			fmt.Fprintf(sh.a.stderr, "snodo-run: no history: %v\n", err)
 			historyFile = ""
 		}
@@ -254,7 +254,7 @@ func (sh *shell) terminal(historyFile string) error {
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt:            promptOf(sh.rt.Client().ServerInfo().Name),
 		HistoryFile:       historyFile,
-		HistoryLimit:      1000,
+		HistoryLimit:      historyLimit,
 		HistorySearchFold: true,
 		AutoComplete:      sh.names,
 		InterruptPrompt:   "^C",
@@ -332,6 +332,57 @@ func (sh *shell) terminal(historyFile string) error {
 		return err
 	}
 	return nil
+}
+
+// historyLimit is how many lines the history keeps.
+const historyLimit = 1000
+
+// prepareHistory readies the history file, which holds the tool arguments
+// typed, for the line editor: its directory is made 0700 when it does not
+// exist, the file is created 0600, and an existing file others can read
+// is made private (its group and other bits cleared), with a notice on w. The file is cut to its last limit
+// lines here, in place: the line editor would otherwise rewrite it
+// through a new file that others can read.
+func prepareHistory(path string, limit int, w io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		if err := f.Chmod(perm &^ 0o077); err != nil {
+			return fmt.Errorf("%s can be read by others (mode %04o) and could not be made private: %v", path, perm, err)
+		}
+		fmt.Fprintf(w, "snodo-run: the history file %s could be read by others (mode %04o); it is now %04o\n", path, perm, perm&^0o077)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	// The line editor counts the lines that end with a newline.
+	excess := bytes.Count(b, []byte("\n")) - limit
+	if excess <= 0 {
+		return nil
+	}
+	start := 0
+	for ; excess > 0; excess-- {
+		start += bytes.IndexByte(b[start:], '\n') + 1
+	}
+	kept := b[start:]
+	if _, err := f.WriteAt(kept, 0); err != nil {
+		return err
+	}
+	return f.Truncate(int64(len(kept)))
 }
 
 // promptOf is the prompt: the server's name.
