@@ -170,8 +170,8 @@ progress; --no-wait asks for a task and prints it instead (see tasks).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if !a.toolAllowed(name) {
-				return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard (allow: %v, deny: %v)", name, a.settings.allow, a.settings.deny)}
+			if err := a.guardCall(name); err != nil {
+				return err
 			}
 			arguments, err := objectArg(argsJSON, "--args")
 			if err != nil {

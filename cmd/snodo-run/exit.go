@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -146,7 +147,9 @@ func reportError(w io.Writer, err error) int {
 	default:
 		body.Kind = "transport"
 	}
+	// The message and data may hold a server's text: its control, bidi
+	// and invisible characters are written as \u escapes.
 	b, _ := json.Marshal(errorObject{Error: body, ExitCode: code})
-	fmt.Fprintf(w, "%s\n", b)
+	fmt.Fprintf(w, "%s\n", safetext.JSON(b))
 	return code
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/snodo/snodo/internal/fakeserver"
 )
 
 // The binaries and modules every test runs, built once in TestMain from
@@ -47,6 +49,7 @@ var (
 var everythingBin = filepath.Join("..", "..", "internal", "interop", "everything", "node_modules", ".bin", "mcp-server-everything")
 
 func TestMain(m *testing.M) {
+	fakeserver.Main(scenarios)
 	dir, err := os.MkdirTemp("", "snodo-run-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/guard"
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/runner"
 )
 
@@ -48,13 +49,16 @@ func (a *app) printLine(v any) error {
 	return err
 }
 
+// marshal is v as one line of JSON, for printing: the control, bidi and
+// invisible characters of a server's text are written as \u escapes
+// (safetext.JSON), which keeps the value and keeps them off the terminal.
 func marshal(v any) ([]byte, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
 			return nil, err
 		}
-		return buf.Bytes(), nil
+		return safetext.JSON(buf.Bytes()), nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -62,7 +66,7 @@ func marshal(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return safetext.JSON(bytes.TrimRight(buf.Bytes(), "\n")), nil
 }
 
 // textRenderer is output that renders itself as text (tasks.go).
@@ -411,9 +415,28 @@ func setPairs(args map[string]any, pairs []string, schema json.RawMessage) error
 // ---- guard
 
 // toolAllowed applies the guard: a tool is allowed when no allow pattern is
-// set or one matches its name, and no deny pattern matches it.
+// set or one matches its name, and no deny pattern matches it; with any
+// pattern set, a name with a control or invisible character is not
+// (guard.Allowed).
 func (a *app) toolAllowed(name string) bool {
 	return guard.Allowed(a.settings.allow, a.settings.deny, name)
+}
+
+// guardCall is the guard's refusal of a call of the tool name, or nil: a
+// name the guard does not compare (guard.CheckName: a control or
+// invisible character in it) is refused with its reason, as is a name the
+// patterns refuse.
+func (a *app) guardCall(name string) error {
+	if len(a.settings.allow) == 0 && len(a.settings.deny) == 0 {
+		return nil
+	}
+	if err := guard.CheckName(name); err != nil {
+		return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("refused by the guard: %v", err)}
+	}
+	if !a.toolAllowed(name) {
+		return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard (allow: %v, deny: %v)", name, a.settings.allow, a.settings.deny)}
+	}
+	return nil
 }
 
 // guardRawCall applies the guard to a raw request (call, or request in the
@@ -428,10 +451,7 @@ func (a *app) guardRawCall(method string, params map[string]any) error {
 	if err != nil {
 		return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("refused by the guard: %v", err)}
 	}
-	if !a.toolAllowed(name) {
-		return &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard", name)}
-	}
-	return nil
+	return a.guardCall(name)
 }
 
 // filterToolList applies the guard to a raw tools/list result.

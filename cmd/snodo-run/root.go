@@ -160,7 +160,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.StringP("output", "o", "json", "output format: json, pretty or text")
 	f.String("output-file", "", "write the result to `FILE` (replaced whole, once the command has printed) instead of stdout")
 	f.BoolP("verbose", "v", false, "structured logs (log/slog) and progress lines on stderr")
-	f.Bool("server-stderr", false, "show the server's stderr (hidden by default; its tail is shown when it fails)")
+	f.Bool("server-stderr", false, "show the server's stderr, control and invisible characters escaped (hidden by default; its tail is shown when it fails)")
 	f.Duration("shutdown-grace", runner.DefaultShutdownGrace, "how long the server has to exit after stdin closes, and again after SIGTERM")
 	f.String("cache-dir", "", "compilation cache of Wasm modules; default the user cache dir")
 	f.StringArray("allow-tool", nil, "guard: only tools whose name matches this `PATTERN` (shell glob) may be listed or called; repeatable")
@@ -234,7 +234,7 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	s.runner.Logger = a.logger
 	s.runner.ClientInfo = clientInfo()
 	if v.GetBool(keyServerStderr) {
-		s.runner.ServerStderr = a.stderr
+		s.runner.ServerStderr = &streamSafeWriter{w: a.stderr}
 	}
 	if file != "" {
 		a.logger.Debug("config file", "path", file)

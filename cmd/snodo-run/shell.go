@@ -21,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 	"github.com/snodo/snodo/transport/stdio"
@@ -245,7 +246,7 @@ func (sh *shell) summary() error {
 
 func (sh *shell) terminal(historyFile string) error {
 	if historyFile != "" {
-		if err := os.MkdirAll(filepath.Dir(historyFile), 0o700); err != nil {
+		if err := prepareHistory(historyFile, historyLimit, sh.a.stderr); err != nil {
 			fmt.Fprintf(sh.a.stderr, "snodo-run: no history: %v\n", err)
 			historyFile = ""
 		}
@@ -253,7 +254,7 @@ func (sh *shell) terminal(historyFile string) error {
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt:            promptOf(sh.rt.Client().ServerInfo().Name),
 		HistoryFile:       historyFile,
-		HistoryLimit:      1000,
+		HistoryLimit:      historyLimit,
 		HistorySearchFold: true,
 		AutoComplete:      sh.names,
 		InterruptPrompt:   "^C",
@@ -333,6 +334,57 @@ func (sh *shell) terminal(historyFile string) error {
 	return nil
 }
 
+// historyLimit is how many lines the history keeps.
+const historyLimit = 1000
+
+// prepareHistory readies the history file, which holds the tool arguments
+// typed, for the line editor: its directory is made 0700 when it does not
+// exist, the file is created 0600, and an existing file others can read
+// is made private (its group and other bits cleared), with a notice on w. The file is cut to its last limit
+// lines here, in place: the line editor would otherwise rewrite it
+// through a new file that others can read.
+func prepareHistory(path string, limit int, w io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		if err := f.Chmod(perm &^ 0o077); err != nil {
+			return fmt.Errorf("%s can be read by others (mode %04o) and could not be made private: %v", path, perm, err)
+		}
+		fmt.Fprintf(w, "snodo-run: the history file %s could be read by others (mode %04o); it is now %04o\n", path, perm, perm&^0o077)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	// The line editor counts the lines that end with a newline.
+	excess := bytes.Count(b, []byte("\n")) - limit
+	if excess <= 0 {
+		return nil
+	}
+	start := 0
+	for ; excess > 0; excess-- {
+		start += bytes.IndexByte(b[start:], '\n') + 1
+	}
+	kept := b[start:]
+	if _, err := f.WriteAt(kept, 0); err != nil {
+		return err
+	}
+	return f.Truncate(int64(len(kept)))
+}
+
 // promptOf is the prompt: the server's name.
 func promptOf(name string) string {
 	name = sanitize(name)
@@ -342,15 +394,9 @@ func promptOf(name string) string {
 	return name + "> "
 }
 
-// sanitize keeps what a server names itself printable on a terminal.
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, s)
-}
+// sanitize keeps what a server names itself printable on a terminal, on
+// one line.
+func sanitize(s string) string { return safetext.Escape(s, false) }
 
 // lockedWriter serialises writes, so that an event never lands inside a
 // result; on a terminal in raw mode, it ends lines with CR LF.
@@ -615,8 +661,8 @@ func (sh *shell) toolCallArguments(ctx context.Context, v *app, name, rest strin
 	if name == "" {
 		return nil, usageErr("tools call wants a tool NAME, then K=V arguments or a JSON object")
 	}
-	if !v.toolAllowed(name) {
-		return nil, &cliError{code: exitUsage, kind: "guard", err: fmt.Errorf("tool %q is not allowed by the guard (allow: %v, deny: %v)", name, v.settings.allow, v.settings.deny)}
+	if err := v.guardCall(name); err != nil {
+		return nil, err
 	}
 	arguments := map[string]any{}
 	var kv []string

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // names are what Tab completes in the shell: the server's tools with
@@ -193,7 +194,9 @@ func (n *names) Do(line []rune, pos int) ([][]rune, int) {
 	cands = slices.Compact(cands)
 	var out [][]rune
 	for _, c := range cands {
-		if !strings.HasPrefix(c, partial) {
+		// A name with a control or invisible character is not offered:
+		// readline would print it raw.
+		if !strings.HasPrefix(c, partial) || safetext.Needs(c, false) {
 			continue
 		}
 		end := c[len(partial):]

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,6 +274,9 @@ func TestShellCtrlDAndHistoryFile(t *testing.T) {
 		t.Fatalf("no default history file: %v", err)
 	}
 	contains(t, "history", string(b), "discover\n")
+	// The history holds the arguments typed: only the user reads it.
+	wantMode(t, filepath.Join(state, "snodo", "shell_history"), 0o600)
+	wantMode(t, filepath.Join(state, "snodo"), 0o700|os.ModeDir)
 
 	state = t.TempDir()
 	tm = startTerminal(t, []string{"XDG_STATE_HOME=" + state}, "shell", "--no-history", "--", demo)
@@ -283,6 +287,55 @@ func TestShellCtrlDAndHistoryFile(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(state); len(entries) != 0 {
 		t.Errorf("--no-history left %v in the state directory", entries)
+	}
+}
+
+// wantMode fails unless path has mode want.
+func wantMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != want {
+		t.Errorf("%s has mode %v, want %v", path, fi.Mode(), want)
+	}
+}
+
+// A history file others can read (as older versions left it) is made
+// private, with a notice; one longer than the history keeps is cut in
+// place and stays private (the line editor would rewrite it through a new
+// file others can read).
+func TestShellHistoryFileIsPrivate(t *testing.T) {
+	history := filepath.Join(t.TempDir(), "hist")
+	var old strings.Builder
+	for i := range historyLimit + 5 {
+		fmt.Fprintf(&old, "tools call login password=hunter%d\n", i)
+	}
+	if err := os.WriteFile(history, []byte(old.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(history, 0o644); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	tm := startTerminal(t, nil, "shell", "--history", history, "--", demo)
+	tm.expect("snodo-demo> ")
+	contains(t, "the terminal", tm.screen(), "could be read by others (mode 0644); it is now 0600")
+	tm.send("discover\r")
+	tm.expect(`{"serverInfo":`)
+	tm.expect("snodo-demo> ")
+	tm.send("exit\r")
+	if code := tm.end(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	wantMode(t, history, 0o600)
+	b, err := os.ReadFile(history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) > historyLimit+2 || lines[0] != "tools call login password=hunter5" || !slices.Contains(lines, "discover") {
+		t.Errorf("history of %d lines, from %q: want the last %d kept, then this session's", len(lines), lines[0], historyLimit)
 	}
 }
 

@@ -32,3 +32,18 @@ func TestTextOutputEscapesServerControlCharacters(t *testing.T) {
 		t.Errorf("progress message %q", s)
 	}
 }
+
+// The server's stderr is a stream cut anywhere: a character split between
+// two writes is escaped whole, not as two invalid halves.
+func TestStreamSafeWriterJoinsSplitCharacters(t *testing.T) {
+	var out bytes.Buffer
+	w := &streamSafeWriter{w: &out}
+	for _, p := range []string{"a\xe2\x80", "\xae\x1b", "[2J\u200b\n\xe2", "x"} {
+		if n, err := w.Write([]byte(p)); err != nil || n != len(p) {
+			t.Fatalf("Write(%q) = %d, %v", p, n, err)
+		}
+	}
+	if got, want := out.String(), "a\\u202e\\x1b[2J\\u200b\n\uFFFDx"; got != want {
+		t.Errorf("escaped %q, want %q", got, want)
+	}
+}

@@ -3,20 +3,21 @@ package wasm
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/snodo/snodo/internal/safetext"
 )
 
 // SanitizeText makes text that came from a guest (or from a module file's
-// name) safe to put in a log line or on a terminal: control characters —
-// C0 (newline, carriage return and escape included), DEL and C1 — become
-// Go-style escapes (\n, \r, \t, \x1b, \x9b), Unicode's bidirectional
-// overrides, isolates and marks and the line and paragraph separators
-// become \u escapes, and invalid UTF-8 becomes U+FFFD. So a guest cannot
-// start a new log line, forge one, move the cursor, colour the terminal or
-// reorder what is shown. Text without any of these is returned as it is.
+// name) safe to put in a log line or on a terminal: it is Snodo's one
+// escaper (internal/safetext). Control characters — C0 (newline, carriage
+// return and escape included), DEL and C1 — become Go-style escapes (\n,
+// \r, \t, \x1b, \x9b); Unicode's bidirectional marks, embeddings,
+// overrides and isolates, the other invisible format characters (zero-width
+// space and joiners, byte order mark …) and the line and paragraph
+// separators become \u escapes; invalid UTF-8 becomes U+FFFD. So a guest
+// cannot start a new log line, forge one, move the cursor, colour the
+// terminal, reorder what is shown or hide characters in it. Text without
+// any of these is returned as it is.
 func SanitizeText(s string) string { return safetext.Escape(s, false) }
 
 // sanitizeJSON returns valid JSON from a guest in the same meaning but
@@ -27,25 +28,11 @@ func sanitizeJSON(raw json.RawMessage) json.RawMessage {
 	if raw == nil {
 		return nil
 	}
-	var buf strings.Builder
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {
 		return raw
 	}
-	s := compact.String()
-	if !safetext.Needs(s, false) {
-		return json.RawMessage(s)
-	}
-	// Valid compact JSON holds no control character outside a \ escape,
-	// so what is left to escape are runes inside strings.
-	for _, r := range s {
-		if safetext.IsBidiOrSeparator(r) || (r >= 0x7f && r <= 0x9f) {
-			fmt.Fprintf(&buf, `\u%04x`, r)
-		} else {
-			buf.WriteRune(r)
-		}
-	}
-	return json.RawMessage(buf.String())
+	return json.RawMessage(safetext.JSON(compact.Bytes()))
 }
 
 // escapedError is an error whose message went through SanitizeText; it

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode"
 
 	"github.com/snodo/snodo/internal/safetext"
 )
@@ -44,7 +43,7 @@ func (h rawHandler) WithGroup(string) slog.Handler { return h }
 func wantNoRawControl(t *testing.T, what, s string) {
 	t.Helper()
 	for _, r := range s {
-		if unicode.IsControl(r) || safetext.IsBidiOrSeparator(r) {
+		if safetext.Unsafe(r) {
 			t.Fatalf("%s holds a raw %U: %q", what, r, s)
 		}
 	}

@@ -10,12 +10,21 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // Allowed applies allow and deny patterns (Match) to a tool name: a tool
 // is allowed when no allow pattern is given or one matches, and no deny
-// pattern matches.
+// pattern matches. When any pattern is given, a name CheckName refuses is
+// never allowed: the patterns compare only names that read as what they
+// are.
 func Allowed(allow, deny []string, name string) bool {
+	if len(allow)+len(deny) > 0 && CheckName(name) != nil {
+		return false
+	}
 	ok := len(allow) == 0
 	for _, p := range allow {
 		if Match(p, name) {
@@ -28,6 +37,42 @@ func Allowed(allow, deny []string, name string) bool {
 		}
 	}
 	return ok
+}
+
+// CheckName refuses a tool name that could show as, or be taken by a
+// server for, another name than the one the patterns compare: one with a
+// control or invisible character (safetext.Unsafe: C0 and C1 controls,
+// the bidi controls, zero-width characters, the byte order mark, the line
+// and paragraph separators …), with white space other than the space
+// (U+0020), with a space at either end, or with invalid UTF-8. So
+// "secret\x00", "secret\u200b" and "secret " do not pass --deny-tool secret:
+// they are not listed and not called. Past these, names are compared
+// byte for byte: no case folding, no Unicode normalization, no mapping of
+// look-alike characters (a Cyrillic "ѕecret" is another name), which only
+// an allow list covers.
+func CheckName(name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("tool name %q is not valid UTF-8", name)
+	}
+	for _, r := range name {
+		if safetext.Unsafe(r) || (r != ' ' && unicode.IsSpace(r)) {
+			return fmt.Errorf("tool name %q holds %U, a control, invisible or white-space character: the guard compares no such name", name, r)
+		}
+	}
+	if strings.TrimSpace(name) != name {
+		return fmt.Errorf("tool name %q begins or ends with a space: the guard compares no such name", name)
+	}
+	return nil
+}
+
+// foldsTo reports whether a server or host that decodes JSON into a Go
+// struct could take key for the field named field: encoding/json matches
+// names without regard to case (Unicode simple folding: ſ is s, K (U+212A)
+// is k), and encoding/json/v2's case-insensitive matching also ignores
+// underscores and dashes.
+func foldsTo(key, field string) bool {
+	return strings.EqualFold(key, field) ||
+		strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(key), field)
 }
 
 // Match reports whether name matches the shell-style pattern: * is any
@@ -81,10 +126,10 @@ func compile(pattern string) (*regexp.Regexp, error) {
 
 // ToolName is the name of the tool a tools/call with params calls, for
 // the guard. It fails closed: params must be an object with exactly one
-// key "name" whose value is a string, and no other key that differs from
-// "name" only in case (a server that decodes into a Go struct with
-// encoding/json matches keys without regard to case, and takes the last
-// duplicate).
+// key "name" whose value is a string, and no other key that a Go decoder
+// could take for it (foldsTo: "NAME", "na_me"; a server that decodes into
+// a Go struct with encoding/json matches keys without regard to case, and
+// takes the last duplicate).
 func ToolName(params json.RawMessage) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	tok, err := dec.Token()
@@ -102,7 +147,7 @@ func ToolName(params json.RawMessage) (string, error) {
 		if err := dec.Decode(&v); err != nil {
 			return "", errors.New("tools/call params are not valid JSON")
 		}
-		if !strings.EqualFold(key, "name") {
+		if !foldsTo(key, "name") {
 			continue
 		}
 		if key != "name" {
@@ -125,17 +170,27 @@ func ToolName(params json.RawMessage) (string, error) {
 }
 
 // FilterTools applies the guard to a tools/list result: a tool allow
-// refuses, or whose name cannot be told for sure, is left out. A result
-// that cannot be read is replaced by an empty list.
+// refuses, whose name CheckName refuses, or whose name cannot be told for
+// sure, is left out. The result goes out with exactly one "tools" key, the
+// one encoding/json reads (the last); every other key a Go decoder could
+// take for it ("Tools", "toolſ", "to_ols") is dropped, so that a host
+// reading the first or the last duplicate, case-sensitively or not, sees
+// the filtered list. A result that cannot be read is replaced by an empty
+// list.
 func FilterTools(result json.RawMessage, allow func(string) bool) json.RawMessage {
 	var res map[string]json.RawMessage
 	var tools []json.RawMessage
 	if json.Unmarshal(result, &res) != nil || json.Unmarshal(res["tools"], &tools) != nil {
 		return json.RawMessage(`{"tools":[]}`)
 	}
+	for k := range res {
+		if k != "tools" && foldsTo(k, "tools") {
+			delete(res, k)
+		}
+	}
 	kept := make([]json.RawMessage, 0, len(tools))
 	for _, t := range tools {
-		if name, err := ToolName(t); err == nil && allow(name) {
+		if name, err := ToolName(t); err == nil && CheckName(name) == nil && allow(name) {
 			kept = append(kept, t)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // Directions and decisions of the audit log.
@@ -53,6 +55,9 @@ func (a *auditLog) write(r AuditRecord, started time.Time) {
 	if err != nil {
 		return
 	}
+	// The tool name is the host's text, and an audit log is read on a
+	// terminal: its control, bidi and invisible characters are escaped.
+	b = safetext.JSON(b)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_, _ = a.w.Write(append(b, '\n'))

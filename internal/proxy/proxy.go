@@ -82,7 +82,8 @@ var multiRound = map[string]bool{"tools/call": true, "prompts/get": true, "resou
 type Config struct {
 	// AllowTool is the guard: whether a tool may be listed and called. nil
 	// allows every tool. When set, a tools/call whose tool name cannot be
-	// told for sure is refused.
+	// told for sure, or holds a control or invisible character
+	// (guard.CheckName), is refused, and such tools are not listed.
 	AllowTool func(name string) bool
 
 	// Audit receives one JSON line per request the proxy handles (see
@@ -527,6 +528,9 @@ func (p *Proxy) serve(ctx context.Context, hr *hostRequest) (json.RawMessage, er
 		name, err := guard.ToolName(hr.req.Params)
 		hr.rec.Tool = name
 		if p.cfg.AllowTool != nil {
+			if err == nil {
+				err = guard.CheckName(name)
+			}
 			if err != nil {
 				hr.rec.Decision = DecisionDeny
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "refused by the guard: " + err.Error()}

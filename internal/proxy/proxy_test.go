@@ -17,15 +17,20 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeServer is a 2026-07-28 server with two tools, echo and secret.
-type fakeServer struct{}
+// fakeServer is a 2026-07-28 server with two tools, echo and secret, and
+// tools whose names are secret with an invisible or control character
+// added; or with the tools/list result tools, when set.
+type fakeServer struct{ tools string }
 
-func (fakeServer) Request(_ context.Context, req *jsonrpc.Request, _ transport.RequestOptions) (*jsonrpc.Response, error) {
+func (f fakeServer) Request(_ context.Context, req *jsonrpc.Request, _ transport.RequestOptions) (*jsonrpc.Response, error) {
 	switch req.Method {
 	case "server/discover":
 		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fake","version":"1"}}}`)), nil
 	case "tools/list":
-		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"tools":[{"name":"echo"},{"name":"secret"},{"name":"echo","Name":"secret"}]}`)), nil
+		if f.tools != "" {
+			return jsonrpc.NewResult(req.ID, json.RawMessage(f.tools)), nil
+		}
+		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"tools":[{"name":"echo"},{"name":"secret"},{"name":"echo","Name":"secret"},{"name":"secret\u200b"},{"name":"secret\u0000"},{"name":"secret "}]}`)), nil
 	case "tools/call":
 		return jsonrpc.NewResult(req.ID, json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)), nil
 	}
@@ -42,7 +47,13 @@ func (fakeServer) Notify(context.Context, *jsonrpc.Notification, transport.Notif
 // returns what it wrote, one decoded message per line.
 func serveLines(t *testing.T, cfg Config, input string) []map[string]json.RawMessage {
 	t.Helper()
-	c, err := snodo.Connect(context.Background(), fakeServer{}, snodo.WithEra(snodo.EraModern))
+	return serveLinesFrom(t, fakeServer{}, cfg, input)
+}
+
+// serveLinesFrom is serveLines over the server srv.
+func serveLinesFrom(t *testing.T, srv fakeServer, cfg Config, input string) []map[string]json.RawMessage {
+	t.Helper()
+	c, err := snodo.Connect(context.Background(), srv, snodo.WithEra(snodo.EraModern))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +106,8 @@ func TestHostileHost(t *testing.T) {
 		`{"jsonrpc":"2.0","id":11,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo"}}`,
 		`{"jsonrpc":"2.0","id":13,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"secret\u200b"}}`,
+		`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"secret\u0000"}}`,
 	}, "\n") + "\n"
 	var audit bytes.Buffer
 	msgs := serveLines(t, Config{MaxLineBytes: 1024, AllowTool: func(n string) bool { return n != "secret" }, Audit: &audit}, input)
@@ -122,6 +135,7 @@ func TestHostileHost(t *testing.T) {
 		"2": jsonrpc.CodeMethodNotFound, "3": jsonrpc.CodeInvalidParams, "4": jsonrpc.CodeInvalidParams,
 		"5": jsonrpc.CodeInvalidParams, "6": jsonrpc.CodeInvalidParams, "8": jsonrpc.CodeUnsupportedProtocolVersion,
 		"9": jsonrpc.CodeInvalidParams, "10": jsonrpc.CodeInvalidParams,
+		"14": jsonrpc.CodeInvalidParams, "15": jsonrpc.CodeInvalidParams,
 	} {
 		m, ok := byID[id]
 		if !ok {
@@ -138,6 +152,11 @@ func TestHostileHost(t *testing.T) {
 	if got := string(byID["11"]["result"]); got != `{"tools":[{"name":"echo"}]}` {
 		t.Errorf("tools/list through the guard: %s", got)
 	}
+	for _, id := range []string{"14", "15"} {
+		if got := string(byID[id]["error"]); !strings.Contains(got, "the guard compares no such name") {
+			t.Errorf("request %s: %s, want the guard's reason", id, got)
+		}
+	}
 	if got := string(byID["12"]["result"]); !strings.Contains(got, `"text":"ok"`) {
 		t.Errorf("tools/call: %s", got)
 	}
@@ -149,6 +168,46 @@ func TestHostileHost(t *testing.T) {
 	}
 	if !strings.Contains(audit.String(), `"tool":"secret","decision":"deny","durationMs"`) {
 		t.Errorf("the denied call is not in the audit log:\n%s", audit.String())
+	}
+	// An audit log is read on a terminal: the host's invisible characters
+	// are escaped in it.
+	if strings.Contains(audit.String(), "\u200b") || !strings.Contains(audit.String(), `"tool":"secret\u200b","decision":"deny"`) {
+		t.Errorf("the audit log does not hold the invisible character escaped:\n%q", audit.String())
+	}
+}
+
+// A server whose tools/list result spells "tools" twice, or in a way a Go
+// decoder folds onto it (toolſ with U+017F, Tools), does not get a denied
+// tool to a host: the host decoding the proxied result with encoding/json
+// sees the filtered list, and the result has exactly one "tools" key.
+func TestProxyFiltersEverySpellingOfTools(t *testing.T) {
+	for _, tools := range []string{
+		`{"tools":[{"name":"echo"}],"toolſ":[{"name":"secret"}]}`,
+		`{"Tools":[{"name":"secret"}],"tools":[{"name":"echo"}]}`,
+		`{"tools":[{"name":"echo"}],"tools":[{"name":"secret"}]}`,
+		`{"tools":[{"name":"secret"}],"tools":[{"name":"echo"}]}`,
+	} {
+		msgs := serveLinesFrom(t, fakeServer{tools: tools}, Config{AllowTool: func(n string) bool { return n != "secret" }},
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+		if len(msgs) != 1 {
+			t.Fatalf("%s: answers %v", tools, msgs)
+		}
+		var res struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(msgs[0]["result"], &res); err != nil {
+			t.Fatalf("%s: %v", msgs[0]["result"], err)
+		}
+		for _, x := range res.Tools {
+			if x.Name == "secret" {
+				t.Errorf("server result %s\nproxied as %s: a Go host sees the denied tool", tools, msgs[0]["result"])
+			}
+		}
+		if n := strings.Count(strings.ToLower(string(msgs[0]["result"])), `"tool`); n != 1 {
+			t.Errorf("proxied as %s: want exactly one tools key", msgs[0]["result"])
+		}
 	}
 }
 

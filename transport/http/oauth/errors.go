@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // Sentinel errors; the errors returned by this package wrap them so that
@@ -91,23 +93,22 @@ func (e *Error) Unwrap() error { return e.Err }
 // maxErrorText bounds any server-supplied text kept in an error.
 const maxErrorText = 200
 
-// clean returns s without control characters or invalid UTF-8, cut to
-// maxErrorText bytes, so that server text can be shown safely.
+// clean returns s with control, bidi and invisible characters and invalid
+// UTF-8 escaped (safetext.Escape), cut to about maxErrorText bytes, so
+// that server text can be shown safely.
 func clean(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= maxErrorText {
-			b.WriteString("…")
-			break
-		}
-		if r == utf8.RuneError || r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) ||
-			(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
-			b.WriteRune('?')
-			continue
-		}
-		b.WriteRune(r)
+	if len(s) > 4*maxErrorText {
+		s = s[:4*maxErrorText] // a rune cut here is escaped as U+FFFD
 	}
-	return b.String()
+	s = safetext.Escape(s, false)
+	if len(s) <= maxErrorText {
+		return s
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // redactURL returns u without query or fragment, cleaned for display.
