@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/runner"
 	"github.com/snodo/snodo/transport/http/oauth"
 )
@@ -127,11 +128,12 @@ func (a *app) authorizeFirst(client *http.Client, url string, header http.Header
 		return nil // not an authorization failure: connecting reports it
 	case errors.Is(context.Cause(ctx), errAuthTimeout):
 		return &cliError{code: exitTimeout, kind: "transport",
-			err: fmt.Errorf("authorizing with %s: not completed within %v; allow longer with --auth-timeout", url, timeout)}
+			err: fmt.Errorf("authorizing with %s: not completed within %v; allow longer with --auth-timeout", redact.URL(url), timeout)}
 	case a.ctx.Err() != nil:
 		return context.Cause(a.ctx)
 	}
-	return &cliError{code: exitConnection, kind: "transport", err: fmt.Errorf("authorizing with %s: %w", url, err)}
+	// The URL, and net/http's error naming it, are shown redacted.
+	return &cliError{code: exitConnection, kind: "transport", err: fmt.Errorf("authorizing with %s: %w", redact.URL(url), redact.Error(err))}
 }
 
 // keepMethod follows only the redirects that keep the method and body (307,

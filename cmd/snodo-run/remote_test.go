@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -269,4 +270,51 @@ func TestURLConnectionErrors(t *testing.T) {
 	rs := newRemoteServer(t, nil, "")
 	e = exits(t, cli(t, "--url", strings.Replace(rs.url(), "http://", "https://", 1), "tools", "list"), exitConnection, "transport")
 	contains(t, "https to http", e.Message, "did not answer TLS")
+}
+
+// A credential in the --url query (?api_key=…) is not shown by any error
+// or log line (-v): the URL appears with its query values redacted, its
+// keys kept.
+func TestURLQuerySecretIsRedacted(t *testing.T) {
+	const secret = "s3cr3t"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String() + "/mcp?api_key=" + secret
+	l.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	stop := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer hanging.Close()
+	defer close(stop)
+	for _, tc := range []struct {
+		what string
+		args []string
+		code int
+		want string
+	}{
+		{"connection refused", []string{"-v", "--url", refused, "tools", "list"}, exitConnection, "nothing listens there: check the URL http://" + l.Addr().String() + "/mcp?api_key=REDACTED"},
+		{"connection refused, with a header", []string{"-v", "--url", refused, "--header", "X-Other: 1", "tools", "list"}, exitConnection, "api_key=REDACTED"},
+		{"HTTP 500", []string{"-v", "--url", failing.URL + "/mcp?api_key=" + secret, "tools", "list"}, exitConnection, "HTTP 500"},
+		{"connect timeout", []string{"-v", "--connect-timeout", "500ms", "--header", "Authorization: Bearer t", "--url", hanging.URL + "/mcp?api_key=" + secret, "tools", "list"}, exitTimeout, "api_key=REDACTED"},
+		{"--env", []string{"--url", refused, "--env", "A=1", "tools", "list"}, exitUsage, "api_key=REDACTED is a remote server"},
+		{"not a URL", []string{"--url", "http://[::1/mcp?api_key=" + secret, "tools", "list"}, exitUsage, "api_key=REDACTED"},
+	} {
+		r := cli(t, tc.args...)
+		e := exits(t, r, tc.code, "")
+		contains(t, tc.what, e.Message, tc.want)
+		if strings.Contains(r.stderr, secret) || strings.Contains(r.stdout, secret) {
+			t.Errorf("%s: the output shows the secret:\n%s", tc.what, r.stderr)
+		}
+	}
 }

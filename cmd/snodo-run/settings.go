@@ -20,6 +20,7 @@ import (
 
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/internal/guard"
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 )
@@ -404,7 +405,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 			}
 		}
 		if len(v.GetStringSlice(keyEnv)) > 0 || v.GetString(keyCd) != "" {
-			return usageErr("--env and --cd apply to a server process; %s is a remote server", srv.URL)
+			return usageErr("--env and --cd apply to a server process; %s is a remote server", redact.URL(srv.URL))
 		}
 		return nil
 	}

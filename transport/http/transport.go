@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/snodo/snodo/internal/admit"
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -114,13 +115,13 @@ func New(cfg Config) (*Transport, error) {
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("http: Config.URL: %w", err)
+		return nil, fmt.Errorf("http: Config.URL: %w", redact.Error(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("http: Config.URL must be http or https, not %q", u.Scheme)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("http: Config.URL %q has no host", cfg.URL)
+		return nil, fmt.Errorf("http: Config.URL %q has no host", redact.URL(cfg.URL))
 	}
 	if cfg.MaxMessageBytes < 0 || cfg.MaxServerRequests < 0 {
 		return nil, errors.New("http: Config.MaxMessageBytes and MaxServerRequests must not be negative")
