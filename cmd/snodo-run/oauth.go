@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/runner"
+	mcphttp "github.com/snodo/snodo/transport/http"
 	"github.com/snodo/snodo/transport/http/oauth"
 )
 
@@ -51,7 +52,9 @@ func (a *app) withOAuth(cfg runner.Config) (_ runner.Config, release func(), err
 	}
 	consent := &consentWatch{Authorizer: la}
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	client, err := oauth.NewClient(&http.Client{Transport: base, CheckRedirect: keepMethod}, oauth.Config{
+	// The transport's redirect policy, for the ping of authorizeFirst too:
+	// no redirect to another origin, which would carry the headers there.
+	client, err := oauth.NewClient(&http.Client{Transport: base, CheckRedirect: mcphttp.CheckRedirect}, oauth.Config{
 		Authorizer:  consent,
 		RedirectURL: la.RedirectURL(),
 		Store:       store,
@@ -134,16 +137,4 @@ func (a *app) authorizeFirst(client *http.Client, url string, header http.Header
 	}
 	// The URL, and net/http's error naming it, are shown redacted.
 	return &cliError{code: exitConnection, kind: "transport", err: fmt.Errorf("authorizing with %s: %w", redact.URL(url), redact.Error(err))}
-}
-
-// keepMethod follows only the redirects that keep the method and body (307,
-// 308), as the HTTP transport's own client does.
-func keepMethod(req *http.Request, via []*http.Request) error {
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	if req.Method != via[0].Method {
-		return http.ErrUseLastResponse
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -317,4 +318,57 @@ func TestURLQuerySecretIsRedacted(t *testing.T) {
 			t.Errorf("%s: the output shows the secret:\n%s", tc.what, r.stderr)
 		}
 	}
+}
+
+// A --url server that redirects to another origin (307 to another port,
+// 308 from https to http) is not followed: the run fails naming the
+// target, and the --header credentials never reach it — neither the
+// request of the OAuth check before connecting (no Authorization header)
+// nor the MCP requests. A redirect within the origin keeps working.
+func TestURLRedirectToAnotherOriginIsNotFollowed(t *testing.T) {
+	var mu sync.Mutex
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		leaked = append(leaked, fmt.Sprintf("%s %s: Authorization %q, X-Api-Key %q", r.Method, r.URL, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")))
+		mu.Unlock()
+		http.Error(w, "moved here", http.StatusInternalServerError)
+	}))
+	defer other.Close()
+	redirectTo := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			http.Redirect(w, r, other.URL+"/mcp", status)
+		}
+	}
+	plain := httptest.NewServer(redirectTo(http.StatusTemporaryRedirect))
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(redirectTo(http.StatusPermanentRedirect))
+	defer tlsSrv.Close()
+	// snodo-run trusts the TLS server's certificate by SSL_CERT_FILE.
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw})
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trustTLS := runOpts{env: []string{"SSL_CERT_FILE=" + caFile}}
+	for _, url := range []string{plain.URL + "/mcp", tlsSrv.URL + "/mcp"} {
+		for _, header := range []string{"X-Api-Key: s3cr3t", "Authorization: Bearer s3cr3t"} {
+			e := exits(t, cliWith(t, trustTLS, "--url", url, "--header", header, "tools", "list"), exitConnection, "transport")
+			contains(t, url+" "+header, e.Message, "redirect", strings.TrimPrefix(other.URL, "http://")+"/mcp")
+		}
+	}
+	mu.Lock()
+	for _, l := range leaked {
+		t.Errorf("the other origin got a request: %s", l)
+	}
+	mu.Unlock()
+
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", gosdkserver.HTTPHandler(nil))
+	mux.Handle("/old", http.RedirectHandler("/mcp", http.StatusPermanentRedirect))
+	same := httptest.NewServer(mux)
+	defer same.Close()
+	ok(t, cli(t, "--url", same.URL+"/old", "--header", "X-Api-Key: k-1", "tools", "list"))
 }
