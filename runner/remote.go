@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	shttp "github.com/snodo/snodo/transport/http"
 )
@@ -18,11 +19,13 @@ import (
 // a URL end up in logs and error messages; send them as a header, such as
 // Authorization, with Server.Header).
 func CheckURL(raw string) error {
+	// The URL is shown redacted: its query may hold a credential.
+	shown := redact.URL(raw)
 	if strings.TrimSpace(raw) != raw || raw == "" {
-		return fmt.Errorf("server URL %q: not a URL", raw)
+		return fmt.Errorf("server URL %q: not a URL", shown)
 	}
 	if !strings.Contains(raw, "://") {
-		return fmt.Errorf("server URL %q: the scheme must be http or https, as in http://127.0.0.1:8080/mcp", raw)
+		return fmt.Errorf("server URL %q: the scheme must be http or https, as in http://127.0.0.1:8080/mcp", shown)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -31,15 +34,15 @@ func CheckURL(raw string) error {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("server URL %q: %v", raw, err)
+		return fmt.Errorf("server URL %q: %v", shown, err)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("server URL %q: the scheme must be http or https", raw)
+		return fmt.Errorf("server URL %q: the scheme must be http or https", shown)
 	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("server URL %q: no host", raw)
+		return fmt.Errorf("server URL %q: no host", shown)
 	case u.User != nil:
-		return fmt.Errorf("server URL %s: it holds credentials (user:password@); send them in a header instead, such as Authorization", u.Redacted())
+		return fmt.Errorf("server URL %s: it holds credentials (user:password@); send them in a header instead, such as Authorization", shown)
 	}
 	return nil
 }
@@ -110,7 +113,7 @@ func (r *Runner) startRemote() error {
 	})
 	if err != nil {
 		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeConnectionClosed,
-			Message: fmt.Sprintf("cannot reach the server at %s", r.cfg.Server.URL), Cause: err}
+			Message: fmt.Sprintf("cannot reach the server at %s", redact.URL(r.cfg.Server.URL)), Cause: err}
 	}
 	r.remote = t
 	// Header values are never logged: they are typically credentials.
@@ -119,9 +122,9 @@ func (r *Runner) startRemote() error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	r.log.Debug("remote server", "url", r.cfg.Server.URL, "headers", names)
+	r.log.Debug("remote server", "url", redact.URL(r.cfg.Server.URL), "headers", names)
 	if len(names) > 0 && cleartext(r.cfg.Server.URL) {
-		r.log.Warn("the configured headers go to the server unencrypted (http:// to a host that is not a loopback address): anyone on the way can read them; use https://", "url", r.cfg.Server.URL, "headers", names)
+		r.log.Warn("the configured headers go to the server unencrypted (http:// to a host that is not a loopback address): anyone on the way can read them; use https://", "url", redact.URL(r.cfg.Server.URL), "headers", names)
 	}
 	return nil
 }
@@ -142,10 +145,11 @@ func cleartext(raw string) bool {
 	return ip == nil || !ip.IsLoopback()
 }
 
-// serverName names the server in messages: its command, or its URL.
+// serverName names the server in messages: its command, or its URL
+// redacted.
 func (r *Runner) serverName() string {
 	if r.cfg.Server.Remote() {
-		return r.cfg.Server.URL
+		return redact.URL(r.cfg.Server.URL)
 	}
 	return r.cfg.Server.Command
 }

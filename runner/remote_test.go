@@ -201,13 +201,15 @@ func TestRemoteHeadersInClearTextWarn(t *testing.T) {
 		{"http://[::1]:1/mcp", false},
 		{"http://localhost:1/mcp", false},
 		{"https://192.0.2.1:1/mcp", false},
+		// A credential in the query is redacted from every log line.
+		{"http://192.0.2.1:1/mcp?api_key=s3cret", true},
 	} {
 		var logs strings.Builder
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // no request is needed: the warning comes before the first
 		_, err := Start(ctx, Config{
 			Server: Server{URL: tc.url, Header: http.Header{"Authorization": {"Bearer s3cret"}}},
-			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
 		if err == nil {
 			t.Fatalf("%s: Start with a cancelled context succeeded", tc.url)
@@ -215,8 +217,8 @@ func TestRemoteHeadersInClearTextWarn(t *testing.T) {
 		if got := strings.Contains(logs.String(), "unencrypted"); got != tc.warn {
 			t.Errorf("%s: warned %v, want %v; logs: %s", tc.url, got, tc.warn, logs.String())
 		}
-		if strings.Contains(logs.String(), "s3cret") {
-			t.Errorf("%s: a header value reached the log: %s", tc.url, logs.String())
+		if strings.Contains(logs.String(), "s3cret") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: a secret reached the log or the error: %s\n%v", tc.url, logs.String(), err)
 		}
 	}
 }

@@ -300,9 +300,9 @@ func TestServerFromMCPServersMap(t *testing.T) {
 	contains(t, "error", e.Message, `no server named "nope" in mcpServers (have: Everything)`)
 }
 
-// "precedence flags > environment (SNODO_…) > config file (--config, or
-// snodo.yaml in the working directory or the user's config directory;
-// YAML, TOML or JSON) > defaults"
+// "precedence flags > environment (SNODO_…) > config file (--config or
+// SNODO_CONFIG, or snodo.yaml in the user's config directory; YAML, TOML or
+// JSON) > defaults"
 func TestConfigPrecedence(t *testing.T) {
 	version := func(r result) string {
 		t.Helper()
@@ -316,13 +316,16 @@ func TestConfigPrecedence(t *testing.T) {
 	if got := version(cli(t, server...)); got != "2025-11-25" {
 		t.Errorf("default: protocol %s, want 2025-11-25", got)
 	}
-	if got := version(cliWith(t, runOpts{dir: dir}, server...)); got != "2025-06-18" {
-		t.Errorf("snodo.yaml in the working directory: protocol %s, want 2025-06-18", got)
+	if got := version(cliWith(t, runOpts{dir: dir}, append([]string{"--config", "./snodo.yaml"}, server...)...)); got != "2025-06-18" {
+		t.Errorf("--config ./snodo.yaml: protocol %s, want 2025-06-18", got)
 	}
-	if got := version(cliWith(t, runOpts{dir: dir, env: []string{"SNODO_PROTOCOL=2025-03-26"}}, server...)); got != "2025-03-26" {
+	if got := version(cliWith(t, runOpts{dir: dir, env: []string{"SNODO_CONFIG=snodo.yaml"}}, server...)); got != "2025-06-18" {
+		t.Errorf("SNODO_CONFIG=snodo.yaml: protocol %s, want 2025-06-18", got)
+	}
+	if got := version(cliWith(t, runOpts{dir: dir, env: []string{"SNODO_PROTOCOL=2025-03-26"}}, append([]string{"--config", "snodo.yaml"}, server...)...)); got != "2025-03-26" {
 		t.Errorf("environment over config file: protocol %s, want 2025-03-26", got)
 	}
-	if got := version(cliWith(t, runOpts{dir: dir, env: []string{"SNODO_PROTOCOL=2025-03-26"}}, append([]string{"--protocol", "2024-11-05"}, server...)...)); got != "2024-11-05" {
+	if got := version(cliWith(t, runOpts{dir: dir, env: []string{"SNODO_PROTOCOL=2025-03-26"}}, append([]string{"--config", "snodo.yaml", "--protocol", "2024-11-05"}, server...)...)); got != "2024-11-05" {
 		t.Errorf("flag over environment: protocol %s, want 2024-11-05", got)
 	}
 
@@ -345,6 +348,63 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 }
 
+// A snodo.yaml in the working directory, which may have come with a
+// checkout, is not read unless named: the user's config applies, its
+// guard.deny kept (or none, when the user has none), the server does not
+// get its server.env, and a one-line notice on stderr says how to use it;
+// --config ./snodo.yaml uses it.
+func TestWorkingDirectoryConfigIsNotReadImplicitly(t *testing.T) {
+	dir := t.TempDir()
+	planted := "guard:\n  allow: [\"*\"]\nserver:\n  env:\n    SNODO_TEST_FROM_CWD: planted\n"
+	if err := os.WriteFile(filepath.Join(dir, "snodo.yaml"), []byte(planted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	xdg := t.TempDir()
+	userCfg := filepath.Join(xdg, "snodo", "snodo.yaml")
+	os.MkdirAll(filepath.Dir(userCfg), 0o755)
+	if err := os.WriteFile(userCfg, []byte("guard:\n  deny: [\"echo\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The server is the demo, started by a shell that first writes down
+	// what it got of SNODO_TEST_FROM_CWD.
+	envOut := filepath.Join(t.TempDir(), "env")
+	server := []string{"--", "sh", "-c", `printf %s "$SNODO_TEST_FROM_CWD" > "$0"; exec "$1"`, envOut, demo}
+	run := func(o runOpts, args ...string) (result, string) {
+		t.Helper()
+		os.Remove(envOut)
+		r := ok(t, cliWith(t, o, append(args, server...)...))
+		got, err := os.ReadFile(envOut)
+		if err != nil {
+			t.Fatalf("the server did not start: %v", err)
+		}
+		return r, string(got)
+	}
+	const notice = "./snodo.yaml was not read: a config file in the working directory is read only when named, with --config ./snodo.yaml"
+
+	r, env := run(runOpts{dir: dir, env: []string{"XDG_CONFIG_HOME=" + xdg}}, "tools", "list", "-o", "text")
+	if env != "" || strings.Contains(r.stdout, "echo(") {
+		t.Errorf("with a user config, the working directory's config was applied: server env %q, tools:\n%s", env, r.stdout)
+	}
+	contains(t, "stderr", r.stderr, notice, "the config file read is "+userCfg)
+	if n := strings.Count(r.stderr, "was not read"); n != 1 {
+		t.Errorf("the notice is printed %d times:\n%s", n, r.stderr)
+	}
+
+	r, env = run(runOpts{dir: dir}, "tools", "list", "-o", "text")
+	if env != "" {
+		t.Errorf("without a user config, the working directory's config was applied: server env %q", env)
+	}
+	contains(t, "stderr", r.stderr, notice, "no config file is read")
+
+	r, env = run(runOpts{dir: dir, env: []string{"XDG_CONFIG_HOME=" + xdg}}, "--config", "./snodo.yaml", "tools", "list", "-o", "text")
+	if env != "planted" || !strings.Contains(r.stdout, "echo(") {
+		t.Errorf("--config ./snodo.yaml: server env %q, tools:\n%s", env, r.stdout)
+	}
+	if strings.Contains(r.stderr, "was not read") {
+		t.Errorf("--config ./snodo.yaml: a notice:\n%s", r.stderr)
+	}
+}
+
 // The server, the handlers and their settings can all come from the
 // config file.
 func TestConfigFileHoldsServerAndModules(t *testing.T) {
@@ -361,13 +421,13 @@ modules:
     config: {"values": {"name": "Linus"}}
 `, demo, elicitWasm)
 	os.WriteFile(filepath.Join(dir, "snodo.yaml"), []byte(body), 0o644)
-	r := ok(t, cliWith(t, runOpts{dir: dir}, "tools", "call", "register"))
+	r := ok(t, cliWith(t, runOpts{dir: dir}, "--config", "snodo.yaml", "tools", "call", "register"))
 	contains(t, "register", r.stdout, "registered Linus")
 
 	// A sha256 pin that does not match refuses the module.
 	pinned := body + "    sha256: \"0000000000000000000000000000000000000000000000000000000000000000\"\n"
 	os.WriteFile(filepath.Join(dir, "snodo.yaml"), []byte(pinned), 0o644)
-	e := exits(t, cliWith(t, runOpts{dir: dir}, "tools", "call", "register"), exitHandler, "handler")
+	e := exits(t, cliWith(t, runOpts{dir: dir}, "--config", "snodo.yaml", "tools", "call", "register"), exitHandler, "handler")
 	contains(t, "error", e.Message, "elicit-policy", "sha256")
 }
 
@@ -444,7 +504,7 @@ func TestExitCodes(t *testing.T) {
 	t.Run("2 malformed config", func(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "snodo.yaml"), []byte("protocol: [unclosed\n"), 0o644)
-		e := exits(t, cliWith(t, runOpts{dir: dir}, append([]string{"discover"}, server...)...), exitUsage, "config")
+		e := exits(t, cliWith(t, runOpts{dir: dir}, append([]string{"--config", "snodo.yaml", "discover"}, server...)...), exitUsage, "config")
 		contains(t, "error", e.Message, "snodo.yaml is malformed")
 		e = exits(t, cli(t, append([]string{"--config", filepath.Join(dir, "missing.yaml"), "discover"}, server...)...), exitUsage, "config")
 		contains(t, "error", e.Message, "missing.yaml")

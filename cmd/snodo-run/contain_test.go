@@ -116,13 +116,13 @@ func TestTrustedModuleNeedsAllowTrusted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "snodo.yaml"), []byte("modules:\n  elicit-policy:\n    trusted: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--handler", elicitWasm, "discover", "--", demo}
+	args := []string{"--config", "snodo.yaml", "--handler", elicitWasm, "discover", "--", demo}
 	e := exits(t, cliWith(t, runOpts{dir: dir}, args...), exitUsage, "config")
 	contains(t, "error", e.Message, "elicit-policy", "trusted", "--allow-trusted")
 	// SNODO_ALLOW_TRUSTED names no setting: an error that points to the flag.
 	e = exits(t, cliWith(t, runOpts{dir: dir, env: []string{"SNODO_ALLOW_TRUSTED=true"}}, args...), exitUsage, "config")
 	contains(t, "error", e.Message, "SNODO_ALLOW_TRUSTED", "--allow-trusted")
-	e = exits(t, cliWith(t, runOpts{dir: dir}, "handlers", "check", elicitWasm), exitUsage, "config")
+	e = exits(t, cliWith(t, runOpts{dir: dir}, "--config", "snodo.yaml", "handlers", "check", elicitWasm), exitUsage, "config")
 	contains(t, "error", e.Message, "--allow-trusted")
 	ok(t, cliWith(t, runOpts{dir: dir}, append([]string{"--allow-trusted"}, args...)...))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 	"github.com/snodo/snodo/transport"
@@ -130,8 +131,10 @@ func interruptedError(ctx context.Context) error {
 }
 
 // remoteHint explains a failure to reach or to be let in by a remote
-// server, with what to do about it; nil when err is none of those.
+// server, with what to do about it; nil when err is none of those. The URL
+// is shown redacted: its query may hold a credential.
 func remoteHint(err error, url string) error {
+	url = redact.URL(url)
 	var (
 		dnsErr  *net.DNSError
 		certErr *tls.CertificateVerificationError

@@ -65,10 +65,10 @@ func TestModulesEntryMustNameALoadedModule(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "snodo.yaml"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := exits(t, cliWith(t, runOpts{dir: dir}, "--handler", elicitWasm, "discover", "--", demo), exitUsage, "config")
+	e := exits(t, cliWith(t, runOpts{dir: dir}, "--config", "snodo.yaml", "--handler", elicitWasm, "discover", "--", demo), exitUsage, "config")
 	contains(t, "error", e.Message, "snodo.yaml:2: modules.elicit-polcy names no module this run loads", "sha256", "did you mean modules.elicit-policy?")
 	// handlers check counts the module it is given.
-	e = exits(t, cliWith(t, runOpts{dir: dir}, "handlers", "check", elicitWasm), exitUsage, "config")
+	e = exits(t, cliWith(t, runOpts{dir: dir}, "--config", "snodo.yaml", "handlers", "check", elicitWasm), exitUsage, "config")
 	contains(t, "error", e.Message, "did you mean modules.elicit-policy?")
 }
 

@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/runner"
+	mcphttp "github.com/snodo/snodo/transport/http"
 	"github.com/snodo/snodo/transport/http/oauth"
 )
 
@@ -50,7 +52,9 @@ func (a *app) withOAuth(cfg runner.Config) (_ runner.Config, release func(), err
 	}
 	consent := &consentWatch{Authorizer: la}
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	client, err := oauth.NewClient(&http.Client{Transport: base, CheckRedirect: keepMethod}, oauth.Config{
+	// The transport's redirect policy, for the ping of authorizeFirst too:
+	// no redirect to another origin, which would carry the headers there.
+	client, err := oauth.NewClient(&http.Client{Transport: base, CheckRedirect: mcphttp.CheckRedirect}, oauth.Config{
 		Authorizer:  consent,
 		RedirectURL: la.RedirectURL(),
 		Store:       store,
@@ -127,21 +131,10 @@ func (a *app) authorizeFirst(client *http.Client, url string, header http.Header
 		return nil // not an authorization failure: connecting reports it
 	case errors.Is(context.Cause(ctx), errAuthTimeout):
 		return &cliError{code: exitTimeout, kind: "transport",
-			err: fmt.Errorf("authorizing with %s: not completed within %v; allow longer with --auth-timeout", url, timeout)}
+			err: fmt.Errorf("authorizing with %s: not completed within %v; allow longer with --auth-timeout", redact.URL(url), timeout)}
 	case a.ctx.Err() != nil:
 		return context.Cause(a.ctx)
 	}
-	return &cliError{code: exitConnection, kind: "transport", err: fmt.Errorf("authorizing with %s: %w", url, err)}
-}
-
-// keepMethod follows only the redirects that keep the method and body (307,
-// 308), as the HTTP transport's own client does.
-func keepMethod(req *http.Request, via []*http.Request) error {
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	if req.Method != via[0].Method {
-		return http.ErrUseLastResponse
-	}
-	return nil
+	// The URL, and net/http's error naming it, are shown redacted.
+	return &cliError{code: exitConnection, kind: "transport", err: fmt.Errorf("authorizing with %s: %w", redact.URL(url), redact.Error(err))}
 }

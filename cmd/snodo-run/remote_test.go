@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -269,4 +271,104 @@ func TestURLConnectionErrors(t *testing.T) {
 	rs := newRemoteServer(t, nil, "")
 	e = exits(t, cli(t, "--url", strings.Replace(rs.url(), "http://", "https://", 1), "tools", "list"), exitConnection, "transport")
 	contains(t, "https to http", e.Message, "did not answer TLS")
+}
+
+// A credential in the --url query (?api_key=…) is not shown by any error
+// or log line (-v): the URL appears with its query values redacted, its
+// keys kept.
+func TestURLQuerySecretIsRedacted(t *testing.T) {
+	const secret = "s3cr3t"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String() + "/mcp?api_key=" + secret
+	l.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	stop := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer hanging.Close()
+	defer close(stop)
+	for _, tc := range []struct {
+		what string
+		args []string
+		code int
+		want string
+	}{
+		{"connection refused", []string{"-v", "--url", refused, "tools", "list"}, exitConnection, "nothing listens there: check the URL http://" + l.Addr().String() + "/mcp?api_key=REDACTED"},
+		{"connection refused, with a header", []string{"-v", "--url", refused, "--header", "X-Other: 1", "tools", "list"}, exitConnection, "api_key=REDACTED"},
+		{"HTTP 500", []string{"-v", "--url", failing.URL + "/mcp?api_key=" + secret, "tools", "list"}, exitConnection, "HTTP 500"},
+		{"connect timeout", []string{"-v", "--connect-timeout", "500ms", "--header", "Authorization: Bearer t", "--url", hanging.URL + "/mcp?api_key=" + secret, "tools", "list"}, exitTimeout, "api_key=REDACTED"},
+		{"--env", []string{"--url", refused, "--env", "A=1", "tools", "list"}, exitUsage, "api_key=REDACTED is a remote server"},
+		{"not a URL", []string{"--url", "http://[::1/mcp?api_key=" + secret, "tools", "list"}, exitUsage, "api_key=REDACTED"},
+	} {
+		r := cli(t, tc.args...)
+		e := exits(t, r, tc.code, "")
+		contains(t, tc.what, e.Message, tc.want)
+		if strings.Contains(r.stderr, secret) || strings.Contains(r.stdout, secret) {
+			t.Errorf("%s: the output shows the secret:\n%s", tc.what, r.stderr)
+		}
+	}
+}
+
+// A --url server that redirects to another origin (307 to another port,
+// 308 from https to http) is not followed: the run fails naming the
+// target, and the --header credentials never reach it — neither the
+// request of the OAuth check before connecting (no Authorization header)
+// nor the MCP requests. A redirect within the origin keeps working.
+func TestURLRedirectToAnotherOriginIsNotFollowed(t *testing.T) {
+	var mu sync.Mutex
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		leaked = append(leaked, fmt.Sprintf("%s %s: Authorization %q, X-Api-Key %q", r.Method, r.URL, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")))
+		mu.Unlock()
+		http.Error(w, "moved here", http.StatusInternalServerError)
+	}))
+	defer other.Close()
+	redirectTo := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			http.Redirect(w, r, other.URL+"/mcp", status)
+		}
+	}
+	plain := httptest.NewServer(redirectTo(http.StatusTemporaryRedirect))
+	defer plain.Close()
+	tlsSrv := httptest.NewTLSServer(redirectTo(http.StatusPermanentRedirect))
+	defer tlsSrv.Close()
+	// snodo-run trusts the TLS server's certificate by SSL_CERT_FILE.
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw})
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trustTLS := runOpts{env: []string{"SSL_CERT_FILE=" + caFile}}
+	for _, url := range []string{plain.URL + "/mcp", tlsSrv.URL + "/mcp"} {
+		for _, header := range []string{"X-Api-Key: s3cr3t", "Authorization: Bearer s3cr3t"} {
+			e := exits(t, cliWith(t, trustTLS, "--url", url, "--header", header, "tools", "list"), exitConnection, "transport")
+			contains(t, url+" "+header, e.Message, "redirect", strings.TrimPrefix(other.URL, "http://")+"/mcp")
+		}
+	}
+	mu.Lock()
+	for _, l := range leaked {
+		t.Errorf("the other origin got a request: %s", l)
+	}
+	mu.Unlock()
+
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", gosdkserver.HTTPHandler(nil))
+	mux.Handle("/old", http.RedirectHandler("/mcp", http.StatusPermanentRedirect))
+	same := httptest.NewServer(mux)
+	defer same.Close()
+	ok(t, cli(t, "--url", same.URL+"/old", "--header", "X-Api-Key: k-1", "tools", "list"))
 }

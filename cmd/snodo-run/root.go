@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 )
@@ -106,9 +107,10 @@ file's mcpServers map (a command, or a url), or server.command or server.url
 in the config file.
 
 Settings come from flags, then SNODO_* environment variables (SNODO_TIMEOUT,
-SNODO_PROTOCOL, SNODO_SERVER_COMMAND, …), then the config file (--config, or
-snodo.yaml/.toml/.json in the working directory or in the user's config
-directory under snodo/), then defaults.
+SNODO_PROTOCOL, SNODO_SERVER_COMMAND, …), then the config file (--config or
+SNODO_CONFIG, else snodo.yaml/.toml/.json in the user's config directory
+under snodo/; one in the working directory is read only when named, as in
+--config ./snodo.yaml), then defaults.
 
 Results go to stdout as JSON (--output json or pretty) or as text for people
 (--output text). Errors go to stderr as one JSON object:
@@ -140,7 +142,7 @@ func (a *app) newRoot() *cobra.Command {
 		return &cliError{code: exitUsage, kind: "usage", err: err}
 	})
 	f := root.PersistentFlags()
-	f.StringVar(&a.configFlag, "config", "", "config file (YAML, TOML or JSON); default snodo.{yaml,toml,json} in . or the user config dir")
+	f.StringVar(&a.configFlag, "config", "", "config file (YAML, TOML or JSON); default snodo.{yaml,toml,json} in the user config dir (one in . is read only when named: --config ./snodo.yaml)")
 	f.String("server", "", "start the server NAME of the config file's mcpServers map")
 	f.String("url", "", "talk to the remote server at `URL` (its MCP endpoint, http or https) over Streamable HTTP instead of starting one")
 	f.StringArray("header", nil, "`'Name: value'` HTTP header sent to the --url server with every request (such as Authorization); repeatable")
@@ -204,6 +206,15 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	file, fc, err := readConfigFile(v, a.configFlag)
 	if err != nil {
 		return err
+	}
+	if a.configFlag == "" && os.Getenv("SNODO_CONFIG") == "" {
+		if name := workdirConfig(file); name != "" {
+			read := "no config file is read"
+			if file != "" {
+				read = "the config file read is " + safetext.Escape(file, false)
+			}
+			fmt.Fprintf(a.stderr, "snodo-run: ./%s was not read: a config file in the working directory is read only when named, with --config ./%s or SNODO_CONFIG=./%s (it may have come with what is in the directory); %s\n", name, name, name, read)
+		}
 	}
 	tree, err := checkConfig(file, os.Environ())
 	if err != nil {

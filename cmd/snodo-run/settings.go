@@ -20,6 +20,7 @@ import (
 
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/internal/guard"
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runner"
 )
@@ -65,9 +66,11 @@ const (
 	keyURLFromFlag    = "\x00url_from_flag"
 )
 
-// configFileName is the config file looked for in the working directory
-// and in os.UserConfigDir()/snodo, with any extension viper reads
-// (.yaml, .yml, .toml, .json).
+// configFileName is the config file looked for in os.UserConfigDir()/snodo,
+// with any extension viper reads (.yaml, .yml, .toml, .json). One in the
+// working directory is read only when named (--config, SNODO_CONFIG): it
+// may have come with what was checked out there, and would replace the
+// user's own, its guard.deny included, and set the server's environment.
 const configFileName = "snodo"
 
 // settings is the resolved configuration of one snodo-run invocation.
@@ -191,9 +194,10 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 }
 
 // readConfigFile reads the config file into v: the one named by --config
-// (or SNODO_CONFIG), else snodo.{yaml,yml,toml,json} in the working
-// directory, else in the user's config directory. It returns the file read
-// ("" when none) and its case-preserving part.
+// (or SNODO_CONFIG), else snodo.{yaml,yml,toml,json} in the user's config
+// directory — never implicitly one in the working directory (see
+// configFileName and workdirConfig). It returns the file read ("" when
+// none) and its case-preserving part.
 func readConfigFile(v *viper.Viper, explicit string) (string, fileConfig, error) {
 	var fc fileConfig
 	if explicit == "" {
@@ -205,11 +209,12 @@ func readConfigFile(v *viper.Viper, explicit string) (string, fileConfig, error)
 		}
 		v.SetConfigFile(explicit)
 	} else {
-		v.SetConfigName(configFileName)
-		v.AddConfigPath(".")
-		if dir, err := os.UserConfigDir(); err == nil {
-			v.AddConfigPath(filepath.Join(dir, "snodo"))
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return "", fc, nil // no user config directory: no config file
 		}
+		v.SetConfigName(configFileName)
+		v.AddConfigPath(filepath.Join(dir, "snodo"))
 	}
 	if err := v.ReadInConfig(); err != nil {
 		var notFound viper.ConfigFileNotFoundError
@@ -230,6 +235,27 @@ func readConfigFile(v *viper.Viper, explicit string) (string, fileConfig, error)
 		return "", fc, configErr("config file %s is malformed: %v", file, err)
 	}
 	return file, fc, nil
+}
+
+// workdirConfig returns the name of a config file (snodo.yaml, .yml, .toml,
+// .json, or another extension viper reads) in the working directory that
+// is not the file read, "" when there is none: snodo-run does not read it
+// unless it is named, and says so.
+func workdirConfig(read string) string {
+	for _, ext := range viper.SupportedExts {
+		name := configFileName + "." + ext
+		fi, err := os.Stat(name)
+		if err != nil || fi.IsDir() {
+			continue
+		}
+		if read != "" {
+			if ri, err := os.Stat(read); err == nil && os.SameFile(fi, ri) {
+				return "" // the working directory is the user's config directory
+			}
+		}
+		return name
+	}
+	return ""
 }
 
 // decodeFile decodes a YAML, TOML or JSON config file into fc, by way of
@@ -419,7 +445,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 			}
 		}
 		if len(v.GetStringSlice(keyEnv)) > 0 || v.GetString(keyCd) != "" {
-			return usageErr("--env and --cd apply to a server process; %s is a remote server", srv.URL)
+			return usageErr("--env and --cd apply to a server process; %s is a remote server", redact.URL(srv.URL))
 		}
 		return nil
 	}

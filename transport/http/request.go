@@ -15,6 +15,7 @@ import (
 
 	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/internal/progq"
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -260,7 +261,7 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, h nethtt
 	}
 	req, err := nethttp.NewRequestWithContext(ctx, method, t.url, rd)
 	if err != nil {
-		return nil, err
+		return nil, redact.Error(err)
 	}
 	for name, values := range t.header {
 		req.Header[name] = append([]string(nil), values...)
@@ -278,7 +279,9 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, h nethtt
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	return t.client.Do(req)
+	resp, err := t.client.Do(req)
+	// The error names the URL, whose query may hold a credential.
+	return resp, redact.Error(err)
 }
 
 func mediaType(h nethttp.Header) string {

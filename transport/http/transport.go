@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	nethttp "net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/snodo/snodo/internal/admit"
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -31,6 +34,11 @@ var ErrSessionExpired = errors.New("http: the server ended the session (404 for 
 // larger than Config.MaxMessageBytes.
 var ErrTooLarge = errors.New("http: message larger than the bound")
 
+// ErrCrossOriginRedirect is the cause of the error of a request the server
+// redirected to another origin (scheme, host or port), from https to plain
+// http among them: such a redirect is not followed (see CheckRedirect).
+var ErrCrossOriginRedirect = errors.New("http: redirect to another origin not followed")
+
 // Config says where the server is and how to reach it.
 type Config struct {
 	// URL is the MCP endpoint, http or https.
@@ -38,9 +46,11 @@ type Config struct {
 	// HTTPClient sends the requests. nil means a client of Snodo's own:
 	// proxies from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY),
 	// HTTP/2 when the server offers it over TLS, no overall timeout, since
-	// response streams are long, and only redirects that keep the method
-	// and body (307, 308). Its idle connections are closed with the
-	// transport. An authorizing http.RoundTripper goes here.
+	// response streams are long, and the redirect policy CheckRedirect.
+	// Its idle connections are closed with the transport. An authorizing
+	// http.RoundTripper goes here. Whatever the given client's own
+	// CheckRedirect, the transport sends it a copy that follows no
+	// redirect to another origin; its policy applies to the others.
 	HTTPClient *nethttp.Client
 	// Header is added to every request (e.g. Authorization: Bearer …).
 	// The headers of the protocol (MCP-Protocol-Version, Mcp-Session-Id,
@@ -114,13 +124,13 @@ func New(cfg Config) (*Transport, error) {
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("http: Config.URL: %w", err)
+		return nil, fmt.Errorf("http: Config.URL: %w", redact.Error(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("http: Config.URL must be http or https, not %q", u.Scheme)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("http: Config.URL %q has no host", cfg.URL)
+		return nil, fmt.Errorf("http: Config.URL %q has no host", redact.URL(cfg.URL))
 	}
 	if cfg.MaxMessageBytes < 0 || cfg.MaxServerRequests < 0 {
 		return nil, errors.New("http: Config.MaxMessageBytes and MaxServerRequests must not be negative")
@@ -155,24 +165,97 @@ func New(cfg Config) (*Transport, error) {
 		t.own.ForceAttemptHTTP2 = true
 		// Concurrent requests to one endpoint keep their connections.
 		t.own.MaxIdleConnsPerHost = 16
-		t.client = &nethttp.Client{Transport: t.own, CheckRedirect: keepMethod}
+		t.client = &nethttp.Client{Transport: t.own, CheckRedirect: CheckRedirect}
+	} else {
+		c := *t.client
+		own := c.CheckRedirect
+		c.CheckRedirect = func(req *nethttp.Request, via []*nethttp.Request) error {
+			if err := checkOrigin(req, via); err != nil {
+				return err
+			}
+			if own == nil { // net/http's default policy
+				return maxRedirects(via)
+			}
+			return own(req, via)
+		}
+		t.client = &c
 	}
 	t.life, t.stopLife = context.WithCancelCause(context.Background())
 	return t, nil
 }
 
-// keepMethod follows only redirects that keep the request's method and
-// body (307, 308), at most 10: a 301, 302 or 303 would turn a POST into a
-// GET without its message, so it is returned as the response (a failure
-// status) instead.
-func keepMethod(req *nethttp.Request, via []*nethttp.Request) error {
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
+// CheckRedirect is the redirect policy of the transport's own client, for
+// an http.Client that carries MCP requests (one with an authorizing
+// RoundTripper, say). It follows a redirect only within the origin of the
+// request (scheme, host and port: the configured URL's), at most 10, and
+// only one that keeps the request's method and body (307, 308): a 301,
+// 302 or 303 would turn a POST into a GET without its message, so that
+// response is returned as it is (a failure status) instead.
+//
+// A redirect to another origin, from https to plain http among them, is
+// not followed: the request fails with an error wrapping
+// ErrCrossOriginRedirect that names the target, redacted. net/http would
+// carry the request's headers there, a configured X-Api-Key as well as an
+// Authorization header (which it drops only for another host name, not
+// for another port or for http), and an authorizing RoundTripper would add
+// its token. Following without them is not done either: the other origin
+// is a server the user never named, whose 401 would start an OAuth
+// authorization with a server the redirect chose. A server that has moved
+// is to be given by its new URL, knowingly.
+func CheckRedirect(req *nethttp.Request, via []*nethttp.Request) error {
+	if err := checkOrigin(req, via); err != nil {
+		return err
+	}
+	if err := maxRedirects(via); err != nil {
+		return err
 	}
 	if req.Method != via[0].Method {
 		return nethttp.ErrUseLastResponse
 	}
 	return nil
+}
+
+// maxRedirects is net/http's default bound: 10 redirects.
+func maxRedirects(via []*nethttp.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
+// checkOrigin fails when req, a redirect, leaves the origin of the first
+// request of via.
+func checkOrigin(req *nethttp.Request, via []*nethttp.Request) error {
+	if len(via) == 0 || sameOrigin(via[0].URL, req.URL) {
+		return nil
+	}
+	from, to := via[0].URL, req.URL
+	if from.Scheme == "https" && to.Scheme != "https" {
+		return fmt.Errorf("%w: %s redirected from https to %s, %s: nothing is sent there unencrypted; if the server is to be reached that way, give that URL", ErrCrossOriginRedirect, origin(from), to.Scheme, redact.URL(to.String()))
+	}
+	return fmt.Errorf("%w: %s redirected to %s: the configured headers and credentials stay with the origin (scheme, host and port) they were given for; if the server has moved, give its new URL", ErrCrossOriginRedirect, origin(from), redact.URL(to.String()))
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (a default port made explicit).
+func sameOrigin(a, b *url.URL) bool {
+	return origin(a) == origin(b)
+}
+
+// origin returns u's scheme://host:port, lower case, with the scheme's
+// default port made explicit.
+func origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 func validHeaderValue(v string) bool {

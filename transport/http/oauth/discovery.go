@@ -77,7 +77,11 @@ func checkEndpoint(what, raw string) (*url.URL, error) {
 }
 
 // metadataClient returns a copy of c that refuses redirects which downgrade
-// from https or exceed maxRedirects.
+// from https or exceed maxRedirects, and, for a request that is not a GET
+// (a token or registration request), a redirect to another origin: its
+// body and Authorization header carry the client secret, the code and its
+// verifier or the refresh token, which net/http would send there (it drops
+// Authorization only for another host name, not for another port).
 func metadataClient(c *http.Client) *http.Client {
 	cc := *c
 	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -89,6 +93,10 @@ func metadataClient(c *http.Client) *http.Client {
 		}
 		if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
 			return fmt.Errorf("%w: redirect from https to %s", ErrInsecureURL, req.URL.Scheme)
+		}
+		first := via[0].URL
+		if via[0].Method != http.MethodGet && (!strings.EqualFold(first.Scheme, req.URL.Scheme) || !strings.EqualFold(hostPort(first), hostPort(req.URL))) {
+			return fmt.Errorf("oauth: %s %q redirected to another origin, %q: not followed, so that the request's credentials are not sent there", via[0].Method, redactURL(first.String()), redactURL(req.URL.String()))
 		}
 		return nil
 	}

@@ -3,10 +3,13 @@ package oauth
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -43,6 +46,42 @@ func TestMetadataRedirectDowngradeRefused(t *testing.T) {
 	err := getJSON(context.Background(), tls.Client(), "test", tls.URL+"/meta", &v)
 	if !errors.Is(err, ErrInsecureURL) {
 		t.Fatalf("err = %v, want ErrInsecureURL", err)
+	}
+}
+
+// A token request redirected to another origin (another port of the same
+// host here) is not followed, whatever the status: its body and its Basic
+// authorization carry the client secret and the refresh token, which
+// net/http would send there.
+func TestTokenRequestRedirectToAnotherOriginRefused(t *testing.T) {
+	var mu sync.Mutex
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		leaked = append(leaked, r.Method+" "+r.Header.Get("Authorization")+" "+string(body))
+		mu.Unlock()
+		writeJSON(w, 200, map[string]any{"access_token": "a", "token_type": "Bearer"})
+	}))
+	defer other.Close()
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			http.Redirect(w, r, other.URL+"/token", status)
+		}))
+		for _, method := range []string{authBasic, authPost} {
+			form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"s3cr3t-refresh"}}
+			_, err := postToken(context.Background(), &http.Client{}, as.URL+"/token", form, "id", "s3cr3t-secret", method)
+			if err == nil || !strings.Contains(err.Error(), "another origin") {
+				t.Errorf("%d, %s: err = %v, want a refused redirect", status, method, err)
+			}
+		}
+		as.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range leaked {
+		t.Errorf("the other origin got: %s", l)
 	}
 }
 
