@@ -11,7 +11,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/assemblyscript"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/snodo/snodo/abi"
 )
@@ -105,7 +104,9 @@ func NewHost(cfg HostConfig) (*Host, error) {
 }
 
 // runtime returns the runtime for key, creating it with the host modules
-// every handler may import: WASI preview 1, snodo and AssemblyScript's env.
+// every handler may import: WASI preview 1 (wazero's, with poll_oneoff's
+// sleep cut by the call's context: hostcalls.go), snodo and
+// AssemblyScript's env.
 func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -120,7 +121,7 @@ func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, err
 		WithMemoryLimitPages(key.memoryLimitPages).
 		WithCloseOnContextDone(key.closeOnDone)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: WASI: %w", err)
 	}
