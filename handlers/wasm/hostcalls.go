@@ -30,14 +30,18 @@ import (
 //     is not a regular file or a directory (rootfs.go).
 //   - fd_read and fd_write block only on what is not a regular file: a
 //     mount has none to give (path_open refuses them), stdin is wazero's
-//     empty reader (never WithStdin: always EOF), stdout wazero's discard
-//     and stderr the instance's stderrBuffer, which never waits. The
-//     sock_* functions have no socket to work on (no listener is ever
-//     preopened): EBADF or ENOTSUP. sched_yield is runtime.Gosched.
+//     empty reader (no WithStdin: always at EOF, and ready to poll),
+//     stdout wazero's discard and stderr the instance's stderrBuffer,
+//     which never waits. fd_pread and fd_pwrite, fd_readdir and the path_*
+//     calls work on regular files, directories and paths only. The sock_*
+//     functions have no socket to work on (no listener is ever
+//     preopened): EBADF. sched_yield is wazero's fake, which
+//     returns at once (no WithOsyield), and proc_raise a stub (ENOSYS).
 //
 // A file system that hangs (a stale NFS mount, a stuck FUSE server) can
 // still block any call on it, a regular file's read included: mount only
-// directories that answer.
+// directories that answer. The snodo log import writes through the host's
+// logger, which waits if the process's own log output does.
 
 // instantiateWASI defines wasi_snapshot_preview1 in rt: wazero's functions,
 // with poll_oneoff wrapped by pollOneoff. (HostModuleBuilder keeps one
