@@ -137,8 +137,9 @@ func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, err
 	return rt, nil
 }
 
-// Close closes every module and runtime; calls in flight fail. The disk
-// cache stays for the next process.
+// Close closes every module and runtime; calls in flight are stopped and
+// fail, and Close waits for them as Module.Close does. The disk cache
+// stays for the next process.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -150,6 +151,12 @@ func (h *Host) Close(ctx context.Context) error {
 	rts := h.runtimes
 	h.modules, h.runtimes = nil, nil
 	h.mu.Unlock()
+	// Every call in flight is stopped first, then each module waits for
+	// its own (Module.Close): a runtime is closed once no call runs in it,
+	// as far as the calls can be stopped.
+	for _, m := range mods {
+		m.closeCalls(errModuleClosed)
+	}
 	for _, m := range mods {
 		m.Close(ctx)
 	}

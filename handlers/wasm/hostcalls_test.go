@@ -142,6 +142,8 @@ func TestClockSleepInPollOneoffIsCutByTheCaller(t *testing.T) {
 // Host.Close stops the calls in flight: a module sleeping in poll_oneoff
 // (trusted or not) at once, and a module that loops at its next check;
 // each fails "module closed during the call" long before its deadline.
+// Close returns once the call has ended and its instance is closed, so
+// that no runtime is closed under a call still running in it.
 func TestHostCloseStopsCallsInFlight(t *testing.T) {
 	for _, trusted := range []bool{false, true} {
 		t.Run(sprintf("sleep/trusted=%t", trusted), func(t *testing.T) {
@@ -149,20 +151,25 @@ func TestHostCloseStopsCallsInFlight(t *testing.T) {
 			cfg := pollModule("sleeper", "s", Grants{Clock: true})
 			cfg.Timeout, cfg.Trusted = time.Minute, trusted
 			m := loadPoll(t, h, cfg)
-			closed, stop := make(chan error, 1), make(chan struct{})
+			type closing struct {
+				err   error
+				alive int
+			}
+			closed, stop := make(chan closing, 1), make(chan struct{})
 			defer close(stop)
 			go func() {
 				select {
 				case <-polling:
-					closed <- h.Close(context.Background())
+					err := h.Close(context.Background())
+					closed <- closing{err, m.Stats().Alive}
 				case <-stop:
-					closed <- nil
+					closed <- closing{}
 				}
 			}()
 			_, err, _ := callBounded(t, m, context.Background(), blockBound)
 			wantHandlerError(t, err, jsonrpc.CodeInternalError, `wasm module "sleeper"`, "module closed during the call")
-			if err := <-closed; err != nil {
-				t.Fatalf("Close: %v", err)
+			if c := <-closed; c.err != nil || c.alive != 0 {
+				t.Fatalf("Close: %v, with %d instances still alive", c.err, c.alive)
 			}
 		})
 	}

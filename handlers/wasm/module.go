@@ -290,11 +290,14 @@ func (m *Module) Manifest() abi.Manifest { return m.manifest }
 // Close closes the module's idle instances and its compiled code. Calls in
 // flight are stopped — at the next check of an instrumented module, at
 // once in a sleep of poll_oneoff — and fail -32603 "module closed during
-// the call"; their instances are then closed. A trusted module's call is
-// stopped only if it sleeps in poll_oneoff.
+// the call"; Close waits for them to end and their instances to be closed,
+// at most until ctx ends or the module's Timeout passes. A trusted
+// module's call is stopped only if it sleeps in poll_oneoff: one that
+// loops outlasts the wait.
 func (m *Module) Close(ctx context.Context) error {
 	m.closeCalls(errModuleClosed)
 	m.pool.close(ctx)
+	m.pool.drain(ctx, m.timeout)
 	defer m.closeMounts()
 	return m.compiled.Close(ctx)
 }
