@@ -484,6 +484,9 @@ what is missing or wrong, with exit code 5.`,
 			}
 			rep, err := runner.CheckModule(a.ctx, mc, a.settings.runner.CacheDir)
 			if err != nil {
+				if a.ctx.Err() != nil {
+					return interruptedCall(a.ctx, err)
+				}
 				return moduleErr(err)
 			}
 			return a.print(rep)
@@ -520,6 +523,9 @@ consumer's request to cancel, are reported as errors with exit code 5.
 			}
 			res, err := runner.TestModule(a.ctx, mc, a.settings.runner.CacheDir, method, raw)
 			if err != nil {
+				if a.ctx.Err() != nil {
+					return interruptedCall(a.ctx, err)
+				}
 				var le *runner.LoadError
 				if !errors.As(err, &le) && !isJSONRPC(err) {
 					return usageErr("%v", err)

@@ -96,9 +96,13 @@ func forcedModern(protocol string) bool {
 // beyond the two grace steps.
 func (a *app) closeTimeout() time.Duration {
 	rc := a.settings.runner
-	d := 4*rc.ShutdownGrace + 5*time.Second
-	if ct := rc.ConnectTimeout; ct > 0 {
-		d = min(d, 2*rc.ShutdownGrace+ct)
+	return closeTimeout(rc.ShutdownGrace, rc.ConnectTimeout)
+}
+
+func closeTimeout(grace, connect time.Duration) time.Duration {
+	d := 4*grace + 5*time.Second
+	if connect > 0 {
+		d = min(d, 2*grace+connect)
 	}
 	return d
 }
@@ -128,6 +132,18 @@ func interruptedError(ctx context.Context) error {
 		what = sc.sig.String()
 	}
 	return fmt.Errorf("interrupted (%s): the request in flight was cancelled on the server", what)
+}
+
+// interruptedCall is the error of handlers check or test when a signal
+// stopped the module's call (no server is involved): the signal, its exit
+// code, and how the call ended.
+func interruptedCall(ctx context.Context, err error) error {
+	code, what := exitInterrupt, "a signal"
+	var sc signalCause
+	if errors.As(context.Cause(ctx), &sc) {
+		code, what = signalExitCode(sc.sig), sc.sig.String()
+	}
+	return &cliError{code: code, kind: "interrupted", err: fmt.Errorf("interrupted (%s): %w", what, err)}
 }
 
 // remoteHint explains a failure to reach or to be let in by a remote

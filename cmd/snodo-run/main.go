@@ -16,7 +16,9 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/snodo/snodo/runner"
 )
@@ -102,23 +104,47 @@ type signalCause struct{ sig os.Signal }
 func (c signalCause) Error() string { return "received " + c.sig.String() }
 
 // onSignals makes the first SIGINT or SIGTERM cancel ctx, which cancels the
-// request in flight and shuts the server down in order; the second kills
-// the server's process group and descendants and exits at once, even while
-// a call cannot be interrupted (a trusted Wasm module that loops) or the
-// server takes its whole shutdown grace.
+// request in flight — a Wasm module's call with it, at its next check or
+// at once in a sleep — and shuts the server down in order. The second
+// kills the server's process group and descendants and exits at once, even
+// while a call cannot be interrupted or the server takes its whole
+// shutdown grace. If snodo-run has not exited stopBound after the first,
+// it does the same without waiting for a second (a trusted Wasm module
+// that loops cannot be stopped, and what waits for its call never ends).
 func onSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr *gatedWriter) {
 	first := <-sigs
 	cancel(signalCause{first})
+	bound := time.Duration(stopBound.Load())
 	fmt.Fprintf(stderr, "snodo-run: %v: stopping the server; send it again to kill the server and exit at once\n", first)
-	second := <-sigs
+	var sig os.Signal
+	var err error
+	t := time.NewTimer(bound)
+	select {
+	case sig = <-sigs:
+		err = fmt.Errorf("%v received twice: the server's process group and descendants were killed", sig)
+	case <-t.C:
+		sig = first
+		err = fmt.Errorf("%v received, and snodo-run did not stop within %s (a call that cannot be stopped, such as a trusted Wasm module that loops): the server's process group and descendants were killed", first, bound)
+	}
 	exiting.Lock() // never unlocked: the process ends here
 	w := stderr.close()
 	runner.KillAll()
-	code := signalExitCode(second)
-	reportError(w, &cliError{code: code, kind: "interrupted",
-		err: fmt.Errorf("%v received twice: the server's process group and descendants were killed", second)})
+	code := signalExitCode(sig)
+	reportError(w, &cliError{code: code, kind: "interrupted", err: err})
 	restoreStdin()
 	os.Exit(code)
+}
+
+// stopBound is how long the first signal gives snodo-run to stop in order
+// before it exits as a second signal would: the bound on shutting the
+// runner down (app.closeTimeout, set once the settings are known) and
+// stopMargin for what comes before and after it.
+var stopBound atomic.Int64
+
+const stopMargin = 2 * time.Second
+
+func init() {
+	stopBound.Store(int64(closeTimeout(runner.DefaultShutdownGrace, runner.DefaultConnectTimeout) + stopMargin))
 }
 
 // signalExitCode is the shell's convention: 128 + the signal's number.

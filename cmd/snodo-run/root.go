@@ -237,6 +237,7 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	a.settings = s
+	stopBound.Store(int64(a.closeTimeout() + stopMargin))
 	level := slog.LevelWarn
 	if s.verbose {
 		level = slog.LevelDebug

@@ -99,6 +99,8 @@ func (h *Host) reserve(ctx context.Context, m *Module, idle func() bool) (bool, 
 			}
 		case <-ctx.Done():
 			return false, h.budgetError(n, "before the caller's context ended")
+		case <-m.closing.Done():
+			return false, errClosed
 		case <-timeout:
 			return false, h.budgetError(n, fmt.Sprintf("within %s", m.timeout))
 		}

@@ -30,7 +30,8 @@ type ModuleConfig struct {
 	// Trusted runs the module as it is, without the checks that stop it at
 	// its deadline (interrupt.go), which makes loop-heavy guest code a
 	// little faster (see BENCHMARKS.md) but means a call cannot be stopped:
-	// the deadline is checked only when the call returns, and a trusted
+	// the deadline is checked only when the call returns (a sleep in
+	// poll_oneoff excepted, which is cut as any module's), and a trusted
 	// module that loops hangs its caller, and the process at its next
 	// garbage collection.
 	Trusted bool
@@ -73,7 +74,8 @@ type Grants struct {
 	// values in this process's environment when the module loads. Unset
 	// variables are left out.
 	Env []string
-	// Clock grants the real wall clock, monotonic clock and sleep.
+	// Clock grants the real wall clock, monotonic clock and sleep
+	// (poll_oneoff), a sleep the call's deadline and context cut.
 	Clock bool
 	// Random grants a cryptographic random source (crypto/rand).
 	Random bool

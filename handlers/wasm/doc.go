@@ -25,7 +25,9 @@
 //
 // Mounts are confined with Go's os.Root (rootFS): no "..", no symlink —
 // made by the guest or already there — resolves outside a mounted
-// directory, and a read-only mount refuses every change with EROFS. Module
+// directory, and a read-only mount refuses every change with EROFS. Only
+// regular files and directories open: a FIFO, a socket or a device (or a
+// symlink to one) is EACCES, and no open waits. Module
 // files are read with ReadModuleFile: regular files only, at most
 // ModuleConfig.MaxModuleBytes. HostConfig.MaxTotalMemory bounds the linear
 // memory of all of a Host's instances together. Guest text bound for logs
@@ -34,6 +36,13 @@
 // Before anything compiles a module, scanModule (bounds.go) checks what it
 // names against ModuleConfig.Limits, and an untrusted module is validated
 // before it is instrumented. Tables count in the module's MemoryLimit.
+//
+// No host call waits past the call (hostcalls.go): WASI is wazero's, with
+// poll_oneoff wrapped so that the sleep of a module granted the clock is
+// slept on the call's context — the deadline, the caller's context and
+// Module.Close (Host.Close) end it, and the call with it, trusted module or
+// not. Module.Close cancels every instance's context, so calls in flight
+// are stopped ("module closed during the call").
 //
 // A module that is not trusted is stopped at its deadline, or when its
 // caller's context ends, by checks Snodo instruments into it at load

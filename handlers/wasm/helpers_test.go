@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
 )
@@ -19,6 +20,12 @@ import (
 // examples is where scripts/build-examples.sh builds (and where the small
 // non-Go modules are committed beside their source).
 const examples = "../../examples/handlers"
+
+// blockBound bounds the wait for a host call that must not block (a sleep
+// of poll_oneoff that must be cut, an open of a FIFO): far under the 20 s
+// the hostile modules would otherwise wait, and far over what a loaded
+// machine needs.
+const blockBound = 10 * time.Second
 
 // wasmFile returns the bytes of an example module, failing with what to
 // run when it is missing.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/assemblyscript"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/snodo/snodo/abi"
 )
@@ -159,7 +158,9 @@ func (h *Host) compileModule(ctx context.Context, rt wazero.Runtime, closeOnDone
 }
 
 // runtime returns the runtime for key, creating it with the host modules
-// every handler may import: WASI preview 1, snodo and AssemblyScript's env.
+// every handler may import: WASI preview 1 (wazero's, with poll_oneoff's
+// sleep cut by the call's context: hostcalls.go), snodo and
+// AssemblyScript's env.
 func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -174,7 +175,7 @@ func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, err
 		WithMemoryLimitPages(key.memoryLimitPages).
 		WithCloseOnContextDone(key.closeOnDone)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: WASI: %w", err)
 	}
@@ -190,9 +191,10 @@ func (h *Host) runtime(ctx context.Context, key runtimeKey) (wazero.Runtime, err
 	return rt, nil
 }
 
-// Close closes every module and runtime; calls in flight fail. The disk
-// cache stays for the next process; the private directory wazero was given
-// is removed.
+// Close closes every module and runtime; calls in flight are stopped and
+// fail, and Close waits for them as Module.Close does. The disk cache
+// stays for the next process; the private directory wazero was given is
+// removed.
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -204,6 +206,12 @@ func (h *Host) Close(ctx context.Context) error {
 	rts := h.runtimes
 	h.modules, h.runtimes = nil, nil
 	h.mu.Unlock()
+	// Every call in flight is stopped first, then each module waits for
+	// its own (Module.Close): a runtime is closed once no call runs in it,
+	// as far as the calls can be stopped.
+	for _, m := range mods {
+		m.closeCalls(errModuleClosed)
+	}
 	for _, m := range mods {
 		m.Close(ctx)
 	}

@@ -56,6 +56,18 @@ type instance struct {
 	timer        *time.Timer
 	onCallerDone func()
 	stopCaller   func() bool
+	// stopInterrupt unregisters the interrupt of an instrumented module
+	// that any cancellation of ctx — Module.Close's included — triggers.
+	stopInterrupt func() bool
+
+	// A trusted module's call has no timer and no watch on its caller's
+	// context: a sleep in poll_oneoff checks them itself (sleep).
+	start  time.Time
+	caller context.Context
+
+	// sleepFor is what wazero's poll_oneoff asked to sleep, in ns, when
+	// the module is granted the clock (recordSleep, hostcalls.go).
+	sleepFor int64
 
 	// fuel is the fuel of an instrumented module (interrupt.go), set once
 	// the module is instantiated. fuelMu orders the host's stores to it:
@@ -89,13 +101,7 @@ func (inst *instance) yield() {
 	}
 	if inst.ctx.Err() != nil {
 		inst.fuelMu.Unlock()
-		code := sys.ExitCodeDeadlineExceeded
-		if context.Cause(inst.ctx) == errCallerDone {
-			code = sys.ExitCodeContextCanceled
-		}
-		// As wazero does for close-on-context-done; classify names the
-		// cause.
-		panic(sys.NewExitError(code))
+		panic(sys.NewExitError(stopCode(inst.ctx)))
 	}
 	inst.fuel.Set(fuelRefill)
 	inst.fuelMu.Unlock()
@@ -103,9 +109,20 @@ func (inst *instance) yield() {
 
 // Causes of an instance context's cancellation.
 var (
-	errDeadline   = errors.New("deadline exceeded")
-	errCallerDone = errors.New("caller's context done")
+	errDeadline     = errors.New("deadline exceeded")
+	errCallerDone   = errors.New("caller's context done")
+	errModuleClosed = errors.New("module closed")
 )
+
+// stopCode is the exit code that stops a guest whose context ended, as
+// wazero's close-on-context-done has it; classify names the cause.
+func stopCode(ctx context.Context) uint32 {
+	switch context.Cause(ctx) {
+	case errCallerDone, errModuleClosed:
+		return sys.ExitCodeContextCanceled
+	}
+	return sys.ExitCodeDeadlineExceeded
+}
 
 // entry is one of the ABI's call entry points.
 type entry int
@@ -133,15 +150,25 @@ func (f *callFailure) Error() string { return f.cause }
 // closed, or newInstance gives it back when it fails.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	inst := &instance{mod: m, reserved: m.memoryLimit}
-	base, cancel := context.WithCancelCause(context.Background())
+	// Module.Close cancels m.closing, and so every instance's context.
+	base, cancel := context.WithCancelCause(m.closing)
 	inst.ctx, inst.cancel = context.WithValue(base, callKey{}, inst), cancel
 	if !m.trusted {
 		inst.timer = time.AfterFunc(time.Duration(math.MaxInt64), func() { cancel(errDeadline); inst.interrupt() })
 		inst.timer.Stop()
 		inst.onCallerDone = func() { cancel(errCallerDone); inst.interrupt() }
+		if m.interruptible {
+			// After base is cancelled, whoever cancelled it: yield then
+			// sees the cancellation and stops the guest.
+			inst.stopInterrupt = context.AfterFunc(base, inst.interrupt)
+		}
+	}
+	modCfg := m.modCfg.WithStderr(&inst.stderr)
+	if m.clock {
+		modCfg = modCfg.WithNanosleep(inst.recordSleep)
 	}
 	inst.begin(ctx)
-	mod, err := m.rt.InstantiateModule(inst.ctx, m.compiled, m.modCfg.WithStderr(&inst.stderr))
+	mod, err := m.rt.InstantiateModule(inst.ctx, m.compiled, modCfg)
 	if err == nil && m.interruptible {
 		if err = inst.initialize(mod); err != nil {
 			mod.Close(context.Background())
@@ -156,10 +183,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	if err != nil {
 		f := inst.classify(ctx, err)
 		f.cause = "instantiate: " + f.cause
-		inst.cancel(nil)
-		if inst.timer != nil {
-			inst.timer.Stop()
-		}
+		inst.disarm()
 		m.host.budget.release(inst.reserved)
 		return nil, f
 	}
@@ -191,11 +215,20 @@ func (inst *instance) initialize(mod api.Module) error {
 	return nil
 }
 
-func (inst *instance) close(ctx context.Context) {
+// disarm stops the instance's timer and interrupt and cancels its
+// context, for good.
+func (inst *instance) disarm() {
 	if inst.timer != nil {
 		inst.timer.Stop()
 	}
+	if inst.stopInterrupt != nil {
+		inst.stopInterrupt()
+	}
 	inst.cancel(nil)
+}
+
+func (inst *instance) close(ctx context.Context) {
+	inst.disarm()
 	if inst.module != nil {
 		inst.module.Close(ctx)
 	}
@@ -208,6 +241,7 @@ func (inst *instance) close(ctx context.Context) {
 // begin arms the deadline and the caller's cancellation for one call.
 func (inst *instance) begin(caller context.Context) {
 	if inst.mod.trusted {
+		inst.start, inst.caller = time.Now(), caller
 		return
 	}
 	inst.timer.Reset(inst.mod.timeout)
@@ -221,7 +255,9 @@ func (inst *instance) begin(caller context.Context) {
 // returned, has closed it.
 func (inst *instance) end() bool {
 	if inst.mod.trusted {
-		return true
+		inst.caller = nil
+		// A sleep in poll_oneoff that was cut cancelled ctx.
+		return inst.ctx.Err() == nil
 	}
 	live := inst.timer.Stop()
 	if inst.stopCaller != nil {
@@ -307,10 +343,6 @@ func (inst *instance) run(ctx context.Context, e entry, method string, params []
 		inst.input = abi.AppendProgress(inst.input[:0], params)
 	}
 
-	var start time.Time
-	if m.trusted {
-		start = time.Now()
-	}
 	inst.begin(ctx)
 	res, f, healthy = inst.call(ctx, e, fn)
 	inst.flushLogs()
@@ -320,7 +352,7 @@ func (inst *instance) run(ctx context.Context, e entry, method string, params []
 		// was complete is still given).
 		healthy = false
 	}
-	if f == nil && m.trusted && time.Since(start) > m.timeout {
+	if f == nil && m.trusted && time.Since(inst.start) > m.timeout {
 		return res, inst.failed(fmt.Sprintf("deadline of %s exceeded (trusted module, checked after the call)", m.timeout)), true
 	}
 	return res, f, healthy
@@ -401,10 +433,13 @@ func (inst *instance) classify(caller context.Context, err error) *callFailure {
 	deadlineOrCancel := false
 	stopped := func() string {
 		deadlineOrCancel = true
-		switch {
-		case context.Cause(inst.ctx) == errDeadline:
+		switch context.Cause(inst.ctx) {
+		case errModuleClosed:
+			return "module closed during the call"
+		case errDeadline:
 			return fmt.Sprintf("deadline of %s exceeded", m.timeout)
-		case errors.Is(caller.Err(), context.DeadlineExceeded):
+		}
+		if errors.Is(caller.Err(), context.DeadlineExceeded) {
 			return "the caller's deadline passed during the call"
 		}
 		return "call cancelled by the caller"

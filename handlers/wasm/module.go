@@ -56,6 +56,14 @@ type Module struct {
 	logger      *slog.Logger
 	// mounts are the module's confined filesystems, closed with it.
 	mounts []*rootFS
+	// clock: the module is granted the real clocks and sleep; its
+	// instances sleep in poll_oneoff (hostcalls.go).
+	clock bool
+
+	// closing is the parent of every instance's context: Close cancels it
+	// (errModuleClosed), which stops the calls in flight.
+	closing    context.Context
+	closeCalls context.CancelCauseFunc
 
 	pool pool
 }
@@ -109,7 +117,11 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 		trusted:     cfg.Trusted,
 		memoryLimit: cfg.MemoryLimit,
 		maxOutput:   cfg.MaxOutput,
+		clock:       cfg.Grants.Clock,
 	}
+	// A module that fails to load leaves this context to the garbage
+	// collector: it holds nothing (its instances are closed).
+	m.closing, m.closeCalls = context.WithCancelCause(context.Background())
 	if m.config == nil {
 		m.config = []byte("null")
 	} else if !json.Valid(m.config) {
@@ -236,7 +248,8 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 // sandbox turns grants into a wazero module config. Without grants: no
 // files, no environment, no arguments, stdio discarded, fake clocks, no
 // sleep and deterministic random bytes (wazero's defaults). Each mount is
-// a rootFS, confined to its directory; the caller closes them.
+// a rootFS, confined to its directory; the caller closes them. The clock
+// grant's sleep is set per instance (newInstance), where it can be cut.
 func sandbox(g Grants) (wazero.ModuleConfig, []*rootFS, error) {
 	mc := wazero.NewModuleConfig().
 		WithName("").
@@ -274,7 +287,7 @@ func sandbox(g Grants) (wazero.ModuleConfig, []*rootFS, error) {
 		}
 	}
 	if g.Clock {
-		mc = mc.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+		mc = mc.WithSysWalltime().WithSysNanotime()
 	}
 	if g.Random {
 		mc = mc.WithRandSource(rand.Reader)
@@ -305,10 +318,17 @@ func (m *Module) ExportedFunctions() map[string]api.FunctionDefinition {
 // Manifest returns what the module declared with snodo_describe.
 func (m *Module) Manifest() abi.Manifest { return m.manifest }
 
-// Close closes the module's idle instances and its compiled code; calls in
-// flight finish and their instances are then closed.
+// Close closes the module's idle instances and its compiled code. Calls in
+// flight are stopped — at the next check of an instrumented module, at
+// once in a sleep of poll_oneoff — and fail -32603 "module closed during
+// the call"; Close waits for them to end and their instances to be closed,
+// at most until ctx ends or the module's Timeout passes. A trusted
+// module's call is stopped only if it sleeps in poll_oneoff: one that
+// loops outlasts the wait.
 func (m *Module) Close(ctx context.Context) error {
+	m.closeCalls(errModuleClosed)
 	m.pool.close(ctx)
+	m.pool.drain(ctx, m.timeout)
 	defer m.closeMounts()
 	return m.compiled.Close(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // pool holds a module's instances: at most cap(slots) alive, each running
@@ -101,10 +102,13 @@ func (p *pool) put(inst *instance, healthy bool) {
 		p.discarded++
 	}
 	p.mu.Unlock()
-	<-p.slots
 	if !keep {
+		// Before the slot is given back: drain waits for the instance to
+		// be closed too.
 		inst.close(context.Background())
+		<-p.slots
 	} else {
+		<-p.slots
 		// A call waiting for memory may take this instance, or close it
 		// to make room for one of another module.
 		p.m.host.budget.notify()
@@ -153,6 +157,32 @@ func (p *pool) close(ctx context.Context) {
 	for _, inst := range idle {
 		inst.close(ctx)
 	}
+}
+
+// drain waits, once the pool is closed, until no call holds a slot — the
+// calls in flight have ended and their instances are closed — and says
+// whether they did; it gives up when ctx ends or limit passes. A call that
+// starts meanwhile finds the pool closed.
+func (p *pool) drain(ctx context.Context, limit time.Duration) bool {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	held := 0
+	defer func() {
+		for ; held > 0; held-- {
+			<-p.slots
+		}
+	}()
+	for held < cap(p.slots) {
+		select {
+		case p.slots <- struct{}{}:
+			held++
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return false
+		}
+	}
+	return true
 }
 
 func (p *pool) isClosed() bool {

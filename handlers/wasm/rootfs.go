@@ -27,6 +27,10 @@ import (
 // A read-only rootFS refuses every change with EROFS: opening for writing,
 // creating, truncating, mkdir, rename, unlink, rmdir, symlink, link,
 // utimes and chmod.
+//
+// Only regular files and directories are opened: a FIFO, a socket, a
+// character or block device — or a symlink to one — is refused with EACCES
+// (OpenFile), so that no open, read or write of a guest can wait on one.
 type rootFS struct {
 	root     *os.Root
 	readOnly bool
@@ -84,11 +88,95 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	if r.readOnly && flag&writeFlags != 0 {
 		return nil, experimentalsys.EROFS
 	}
-	f, err := r.root.OpenFile(rel(name), osOpenFlag(flag), perm)
+	name = rel(name)
+	if e := r.refuseSpecial(name, flag); e != 0 {
+		return nil, e
+	}
+	// Non-blocking, so that a file swapped for a FIFO since refuseSpecial
+	// looked cannot make the open wait for the FIFO's other end (a write
+	// open then fails with ENXIO); without a controlling terminal, should
+	// it be swapped for one.
+	f, err := r.root.OpenFile(name, osOpenFlag(flag)|syscall.O_NONBLOCK|syscall.O_NOCTTY, perm)
 	if err != nil {
 		return nil, errno(err)
 	}
-	return &rootFile{fs: r, file: f, flag: flag, rewind: true}, 0
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, errno(err)
+	}
+	if e := openable(fi.Mode(), flag); e != 0 {
+		f.Close()
+		return nil, e
+	}
+	if flag&experimentalsys.O_NONBLOCK == 0 && fi.Mode().IsRegular() {
+		// As the guest asked: a blocking descriptor.
+		if e := setBlocking(f); e != 0 {
+			f.Close()
+			return nil, e
+		}
+	}
+	st := sys.NewStat_t(fi)
+	return &rootFile{fs: r, file: f, flag: flag, rewind: true, st: &st}, 0
+}
+
+// refuseSpecial refuses to open what name names if it is neither a regular
+// file nor a directory, before it is opened at all: opening a FIFO lets
+// through a writer that waits on the host side, and opening a device can
+// act on it. A name that cannot be stat'ed (missing, outside the mount) is
+// left for the open to answer, as is O_CREAT|O_EXCL, which opens nothing
+// that exists.
+func (r *rootFS) refuseSpecial(name string, flag experimentalsys.Oflag) experimentalsys.Errno {
+	if flag&(experimentalsys.O_CREAT|experimentalsys.O_EXCL) == experimentalsys.O_CREAT|experimentalsys.O_EXCL {
+		return 0
+	}
+	var fi fs.FileInfo
+	var err error
+	if flag&experimentalsys.O_NOFOLLOW != 0 {
+		fi, err = r.root.Lstat(name)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return 0 // the open fails with ELOOP
+		}
+	} else {
+		fi, err = r.root.Stat(name)
+	}
+	if err != nil {
+		return 0
+	}
+	return openable(fi.Mode(), flag)
+}
+
+// openable says whether a file of mode may be opened with flag: a regular
+// file or a directory may (O_DIRECTORY wants a directory: ENOTDIR, as
+// the kernel says); anything else is refused with EACCES. EACCES, not
+// ENXIO: the refusal is the sandbox's, whatever the file's state — ENXIO is
+// the kernel's answer to a non-blocking write open of a FIFO nobody reads,
+// which a guest could take for a state to wait out, while EACCES is what
+// Linux answers for a device node on a filesystem mounted nodev, the same
+// refusal by kind.
+func openable(mode fs.FileMode, flag experimentalsys.Oflag) experimentalsys.Errno {
+	switch {
+	case mode.IsDir():
+		return 0
+	case flag&experimentalsys.O_DIRECTORY != 0:
+		return experimentalsys.ENOTDIR
+	case mode.IsRegular():
+		return 0
+	}
+	return experimentalsys.EACCES
+}
+
+// setBlocking clears O_NONBLOCK on f's descriptor.
+func setBlocking(f *os.File) experimentalsys.Errno {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return errno(err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
+		return errno(err)
+	}
+	return errno(serr)
 }
 
 // osOpenFlag is wazero's mapping of its open flags to the host's.
