@@ -36,6 +36,9 @@
 // Before anything compiles a module, scanModule (bounds.go) checks what it
 // names against ModuleConfig.Limits, and an untrusted module is validated
 // before it is instrumented. Tables count in the module's MemoryLimit.
+// With HostConfig.CompileIn, a module missing from the cache compiles in a
+// child process (the program run again; its main calls ServeCompile),
+// killed past its time or memory bound (compilechild.go).
 //
 // No host call waits past the call (hostcalls.go): WASI is wazero's, with
 // poll_oneoff wrapped so that the sleep of a module granted the clock is
