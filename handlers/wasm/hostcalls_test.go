@@ -58,7 +58,7 @@ func pollModule(name, scenario string, g Grants) ModuleConfig {
 
 // callBounded makes one elicitation call and waits for it at most bound;
 // a call still running then fails the test.
-func callBounded(t *testing.T, m *Module, ctx context.Context, bound time.Duration) (json.RawMessage, error, time.Duration) {
+func callBounded(t *testing.T, m *Module, ctx context.Context, bound time.Duration) (json.RawMessage, time.Duration, error) {
 	t.Helper()
 	type answer struct {
 		res json.RawMessage
@@ -72,11 +72,11 @@ func callBounded(t *testing.T, m *Module, ctx context.Context, bound time.Durati
 	}()
 	select {
 	case a := <-done:
-		return a.res, a.err, time.Since(start)
+		return a.res, time.Since(start), a.err
 	case <-time.After(bound):
 		t.Fatalf("the call of %s still runs after %s: it was not stopped", m.Name(), bound)
 	}
-	return nil, nil, 0
+	return nil, 0, nil
 }
 
 func loadPoll(t *testing.T, h *Host, cfg ModuleConfig) *Module {
@@ -96,7 +96,7 @@ func TestClockSleepInPollOneoffIsCutAtTheDeadline(t *testing.T) {
 			cfg := pollModule("sleeper", "s", Grants{Clock: true})
 			cfg.Timeout, cfg.Trusted = 300*time.Millisecond, trusted
 			m := loadPoll(t, h, cfg)
-			res, err, took := callBounded(t, m, context.Background(), blockBound)
+			res, took, err := callBounded(t, m, context.Background(), blockBound)
 			if err == nil {
 				t.Fatalf("the call answered %s after %s, past its deadline", res, took)
 			}
@@ -130,7 +130,7 @@ func TestClockSleepInPollOneoffIsCutByTheCaller(t *testing.T) {
 				case <-ctx.Done():
 				}
 			}()
-			_, err, _ := callBounded(t, m, ctx, blockBound)
+			_, _, err := callBounded(t, m, ctx, blockBound)
 			wantHandlerError(t, err, jsonrpc.CodeInternalError, `wasm module "sleeper"`, "call cancelled by the caller")
 			if st := m.Stats(); st.Discarded != 1 {
 				t.Fatalf("stats %+v, want the stopped instance thrown away", st)
@@ -166,7 +166,7 @@ func TestHostCloseStopsCallsInFlight(t *testing.T) {
 					closed <- closing{}
 				}
 			}()
-			_, err, _ := callBounded(t, m, context.Background(), blockBound)
+			_, _, err := callBounded(t, m, context.Background(), blockBound)
 			wantHandlerError(t, err, jsonrpc.CodeInternalError, `wasm module "sleeper"`, "module closed during the call")
 			if c := <-closed; c.err != nil || c.alive != 0 {
 				t.Fatalf("Close: %v, with %d instances still alive", c.err, c.alive)
@@ -183,7 +183,7 @@ func TestHostCloseStopsCallsInFlight(t *testing.T) {
 			}
 			h.Close(context.Background())
 		}()
-		_, err, _ := callBounded(t, m, context.Background(), blockBound)
+		_, _, err := callBounded(t, m, context.Background(), blockBound)
 		wantHandlerError(t, err, jsonrpc.CodeInternalError, `wasm module "loop"`, "module closed during the call")
 	})
 }
@@ -249,7 +249,7 @@ func TestPollOneoffAnswersAsWazeroDoes(t *testing.T) {
 				cfg := pollModule("poll-"+scenario, scenario, Grants{Clock: granted})
 				cfg.Timeout = time.Minute
 				m := loadPoll(t, h, cfg)
-				res, err, _ := callBounded(t, m, context.Background(), blockBound)
+				res, _, err := callBounded(t, m, context.Background(), blockBound)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -272,7 +272,7 @@ func TestPollOneoffSleepIsFakeWithoutTheClock(t *testing.T) {
 	cfg := pollModule("sleeper", "s", Grants{})
 	cfg.Timeout = time.Minute
 	m := loadPoll(t, h, cfg)
-	res, err, _ := callBounded(t, m, context.Background(), blockBound)
+	res, _, err := callBounded(t, m, context.Background(), blockBound)
 	if err != nil {
 		t.Fatal(err)
 	}
