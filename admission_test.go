@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -77,7 +78,7 @@ func TestInputRoundUnderTheLimit(t *testing.T) {
 			return result(fc, ask)
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithHandler(snodo.MethodListRoots, h), snodo.WithMaxServerRequests(limit))
+	}, snodo.WithHandler(abi.MethodRootsList, h), snodo.WithMaxServerRequests(limit))
 
 	baseline := int64(runtime.NumGoroutine())
 	var before, after runtime.MemStats
@@ -159,7 +160,7 @@ func inputRoundEnds(t *testing.T, opts []snodo.Option, callOpts []snodo.CallOpti
 		}
 		return result(fc, `{"content":[]}`)
 	}))
-	opts = append(opts, snodo.WithHandler(snodo.MethodListRoots, b), snodo.WithMaxServerRequests(limit))
+	opts = append(opts, snodo.WithHandler(abi.MethodRootsList, b), snodo.WithMaxServerRequests(limit))
 	c, err := snodo.Connect(context.Background(), f, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +275,7 @@ func TestInputRoundEndsWithTheConnection(t *testing.T) {
 	e.fake = newFake(t, modernServer(func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, ask)
 	}))
-	c, err := snodo.Connect(context.Background(), e, snodo.WithHandler(snodo.MethodListRoots, b))
+	c, err := snodo.Connect(context.Background(), e, snodo.WithHandler(abi.MethodRootsList, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestInputRoundEndsWithTheConnection(t *testing.T) {
 func TestLegacyServerRequestEndsWithClose(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	b := newBlockingRoots()
-	c, f := connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodListRoots, b))
+	c, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodRootsList, b))
 	res := make(chan *jsonrpc.Response, 1)
 	go func() { res <- f.serverRequest(context.Background(), 1, "roots/list", `{}`) }()
 	<-b.first

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -187,10 +188,10 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 			member("elicitation", "{}")
 		}
 	}
-	if _, ok := c.handlers[MethodListRoots]; ok {
+	if _, ok := c.handlers[abi.MethodRootsList]; ok {
 		member("roots", "{}")
 	}
-	if _, ok := c.handlers[MethodCreateMessage]; ok {
+	if _, ok := c.handlers[abi.MethodSamplingCreate]; ok {
 		if c.samplingTools && version >= Version20251125 {
 			// Tool use in sampling came in 2025-11-25.
 			member("sampling", `{"tools":{}}`)

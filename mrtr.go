@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -93,17 +94,17 @@ func readResultType(result json.RawMessage) (*inputRequired, error) {
 // capabilityOf names the client capability an input request needs.
 func capabilityOf(method string, params json.RawMessage) string {
 	switch method {
-	case MethodElicit:
+	case abi.MethodElicitationCreate:
 		if elicitMode(params) == ElicitURL {
 			return "elicitation.url"
 		}
 		return "elicitation.form"
-	case MethodCreateMessage:
+	case abi.MethodSamplingCreate:
 		if samplingUsesTools(params) {
 			return "sampling.tools"
 		}
 		return "sampling"
-	case MethodListRoots:
+	case abi.MethodRootsList:
 		return "roots"
 	}
 	return method
@@ -179,7 +180,7 @@ func asciiOnly(b []byte) bool {
 func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Error) {
 	h, ok := c.cfg.handlers[method]
 	switch method {
-	case MethodElicit:
+	case abi.MethodElicitationCreate:
 		mode := elicitMode(params)
 		if mode == ElicitURL && c.cfg.urlElicit != nil {
 			h, ok = c.cfg.urlElicit, true
@@ -194,7 +195,7 @@ func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Er
 				return nil, err
 			}
 		}
-	case MethodCreateMessage:
+	case abi.MethodSamplingCreate:
 		if ok && !c.cfg.samplingTools && samplingUsesTools(params) {
 			ok = false
 		}

@@ -25,13 +25,6 @@ const (
 	ElicitURL  = "url"
 )
 
-// Methods a server asks of a client, for WithHandler.
-const (
-	MethodElicit        = "elicitation/create"
-	MethodCreateMessage = "sampling/createMessage"
-	MethodListRoots     = "roots/list"
-)
-
 // Option configures Connect.
 type Option func(*config)
 
@@ -96,8 +89,8 @@ func WithDefaultTimeout(d time.Duration) Option { return func(c *config) { c.tim
 // WithClientInfo sets the name and version the client reports.
 func WithClientInfo(info Implementation) Option { return func(c *config) { c.clientInfo = info } }
 
-// WithHandler answers the server's method (MethodElicit,
-// MethodCreateMessage, MethodListRoots) with h, in both eras: as a
+// WithHandler answers the server's method (abi.MethodElicitationCreate,
+// abi.MethodSamplingCreate, abi.MethodRootsList) with h, in both eras: as a
 // server-to-client request (legacy) and as an input request of an
 // input_required result (2026-07-28). The client advertises the
 // corresponding capability only when it has a handler for it. The client

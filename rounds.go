@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -12,7 +13,7 @@ import (
 // basic/patterns/mrtr.mdx "Supported Requests" and "Server Requirements").
 var (
 	inputRequiredMethods = []string{"prompts/get", "resources/read", "tools/call"}
-	inputRequestMethods  = []string{MethodElicit, MethodCreateMessage, MethodListRoots}
+	inputRequestMethods  = []string{abi.MethodElicitationCreate, abi.MethodSamplingCreate, abi.MethodRootsList}
 )
 
 // ErrInputNotAllowed is the cause of the protocol error of a call whose

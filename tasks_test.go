@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -529,7 +530,7 @@ func TestTaskInputRequired(t *testing.T) {
 				return result(fc, doneResult)
 			}
 			return noMore(fc)
-		}, snodo.WithHandler(snodo.MethodElicit, h))
+		}, snodo.WithHandler(abi.MethodElicitationCreate, h))
 		if _, err := c.ListTools(context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
