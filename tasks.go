@@ -804,28 +804,28 @@ func decodeFlatToolResult(raw []byte) *CallToolResult {
 	})
 	res := &box.res
 	seenContent, seenIsError := false, false
-	i := skipWS(raw, 0)
+	i := jsoncodec.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil
 	}
-	i = skipWS(raw, i+1)
+	i = jsoncodec.SkipSpace(raw, i+1)
 	for {
 		key, next, ok := plainString(raw, i)
 		if !ok {
 			return nil
 		}
-		i = skipWS(raw, next)
+		i = jsoncodec.SkipSpace(raw, next)
 		if i >= len(raw) || raw[i] != ':' {
 			return nil
 		}
-		i = skipWS(raw, i+1)
+		i = jsoncodec.SkipSpace(raw, i+1)
 		switch string(key) {
 		case "content":
 			if seenContent || i >= len(raw) || raw[i] != '[' {
 				return nil
 			}
 			seenContent = true
-			i = skipWS(raw, i+1)
+			i = jsoncodec.SkipSpace(raw, i+1)
 			for {
 				end := flatObjectEnd(raw, i)
 				if end < 0 {
@@ -843,7 +843,7 @@ func decodeFlatToolResult(raw []byte) *CallToolResult {
 				} else {
 					res.Content = append(res.Content, *c)
 				}
-				i = skipWS(raw, end)
+				i = jsoncodec.SkipSpace(raw, end)
 				if i >= len(raw) {
 					return nil
 				}
@@ -854,7 +854,7 @@ func decodeFlatToolResult(raw []byte) *CallToolResult {
 				if raw[i] != ',' {
 					return nil
 				}
-				i = skipWS(raw, i+1)
+				i = jsoncodec.SkipSpace(raw, i+1)
 			}
 		case "resultType":
 			// Not a member of CallToolResult (call has read it).
@@ -868,11 +868,15 @@ func decodeFlatToolResult(raw []byte) *CallToolResult {
 			if key[0] == '_' {
 				dst = &res.Meta
 			}
-			end := valueEnd(raw, i)
-			if *dst != nil || end < 0 || end-i > maxFlatRaw || raw[i] == 'n' || !json.Valid(raw[i:end]) {
+			end := jsoncodec.SkipValue(raw, i)
+			if *dst != nil || end < 0 {
 				return nil
 			}
-			*dst = bytes.Clone(raw[i:end])
+			v := bytes.TrimRight(raw[i:end], " \t\r\n")
+			if len(v) > maxFlatRaw || raw[i] == 'n' || !json.Valid(v) {
+				return nil
+			}
+			*dst = bytes.Clone(v)
 			i = end
 		case "isError":
 			if seenIsError {
@@ -890,12 +894,12 @@ func decodeFlatToolResult(raw []byte) *CallToolResult {
 		default:
 			return nil
 		}
-		i = skipWS(raw, i)
+		i = jsoncodec.SkipSpace(raw, i)
 		if i >= len(raw) {
 			return nil
 		}
 		if raw[i] == '}' {
-			if !seenContent || skipWS(raw, i+1) != len(raw) {
+			if !seenContent || jsoncodec.SkipSpace(raw, i+1) != len(raw) {
 				return nil
 			}
 			return res
@@ -903,42 +907,8 @@ func decodeFlatToolResult(raw []byte) *CallToolResult {
 		if raw[i] != ',' {
 			return nil
 		}
-		i = skipWS(raw, i+1)
+		i = jsoncodec.SkipSpace(raw, i+1)
 	}
-}
-
-// valueEnd returns the index just past the JSON value at data[i:], found
-// by brackets and quotes only (the caller validates it), or -1.
-func valueEnd(data []byte, i int) int {
-	depth := 0
-	for j := i; j < len(data); j++ {
-		switch data[j] {
-		case '"':
-			for j++; j < len(data) && data[j] != '"'; j++ {
-				if data[j] == '\\' {
-					j++
-				}
-			}
-			if j >= len(data) {
-				return -1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return j
-			}
-			depth--
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return j
-			}
-		}
-		if depth == 0 && (data[j] == '}' || data[j] == ']' || data[j] == '"') {
-			return j + 1
-		}
-	}
-	return -1
 }
 
 // flatObjectEnd returns the index just past the object at data[i:] when

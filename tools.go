@@ -23,13 +23,11 @@ type Tool struct {
 
 type toolFields Tool
 
+var toolKnown = jsonKeys[toolFields]()
+
 // UnmarshalJSON implements json.Unmarshaler, keeping unknown members.
 func (t *Tool) UnmarshalJSON(data []byte) error {
-	var f toolFields
-	if err := unmarshal(data, &f); err != nil {
-		return err
-	}
-	extra, err := splitExtra(data, "name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta")
+	f, extra, err := decodeKeepingExtra[toolFields](data, toolKnown)
 	if err != nil {
 		return err
 	}
@@ -39,13 +37,7 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 }
 
 // MarshalJSON implements json.Marshaler, writing unknown members back.
-func (t Tool) MarshalJSON() ([]byte, error) {
-	b, err := marshal(toolFields(t))
-	if err != nil {
-		return nil, err
-	}
-	return appendExtra(b, t.Extra)
-}
+func (t Tool) MarshalJSON() ([]byte, error) { return encodeKeepingExtra(toolFields(t), t.Extra) }
 
 // ListToolsResult is one page of tools/list.
 type ListToolsResult struct {
