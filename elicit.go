@@ -150,7 +150,7 @@ func (c *Client) checkURLElicitation(params json.RawMessage) *Error {
 	if perr != nil || !u.IsAbs() || u.Host == "" {
 		return protocolError(jsonrpc.CodeInvalidParams, perr, "a URL-mode elicitation needs an absolute url with a host, got %q", r.URL)
 	}
-	if c.dialect != nil && c.dialect.Era() == EraLegacy {
+	if c.dialect != nil && c.dialect.elicitationIDs() {
 		if r.ElicitationID == "" {
 			return protocolError(jsonrpc.CodeInvalidParams, nil, "a URL-mode elicitation needs an elicitationId")
 		}

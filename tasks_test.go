@@ -159,7 +159,7 @@ func TestTaskWaitByDefault(t *testing.T) {
 				t.Errorf("tools/call params %s", call.Req.Params)
 			}
 			for _, g := range f.sent("tasks/get") {
-				if string(g.param("taskId")) != `"t-1"` || !contains(string(g.meta("io.modelcontextprotocol/clientCapabilities")), snodo.TasksExtension) {
+				if string(g.param("taskId")) != `"t-1"` || !contains(string(g.meta("io.modelcontextprotocol/clientCapabilities")), "io.modelcontextprotocol/tasks") {
 					t.Errorf("tasks/get params %s", g.Req.Params)
 				}
 			}
