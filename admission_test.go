@@ -17,6 +17,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -342,13 +343,13 @@ func TestProgressConsumerSeesEveryCallsRawProgress(t *testing.T) {
 			}
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
+	}, clienthook.ProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
 		raw = append(raw, string(params))
 		if strings.Contains(string(params), `"progress":2`) && len(shown) > 0 {
 			return stop
 		}
 		return nil
-	}))
+	}).(snodo.Option))
 	if _, err := c.CallTool(context.Background(), "plain", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -370,10 +371,10 @@ func TestProgressConsumerSeesEveryCallsRawProgress(t *testing.T) {
 // before Next returns them; its stop ends the subscription cleanly.
 func TestEventConsumerSeesEverySubscription(t *testing.T) {
 	var seen []string
-	c, f := connectModern(t, noMore, snodo.WithEventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
+	c, f := connectModern(t, noMore, clienthook.EventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
 		seen = append(seen, method)
 		return method == "notifications/resources/list_changed", nil
-	}))
+	}).(snodo.Option))
 	f.listen = func(req *jsonrpc.Request, sub *subbuf.Buffer[transport.Event]) (json.RawMessage, error) {
 		sub.Push(transport.Event{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)})
 		sub.Push(transport.Event{Method: "notifications/resources/list_changed", Params: json.RawMessage(`{}`)})

@@ -434,7 +434,7 @@ func (c *Client) progressToken() (jsonrpc.ID, []byte) {
 }
 
 // progressFunc returns the transport's progress function for a call: the
-// client's progress consumer (WithProgressConsumer) with the raw params,
+// client's progress consumer (internal/clienthook) with the raw params,
 // then the call's WithProgress function with the decoded ones; nil when
 // neither is set. An error of either cancels the call on the server.
 func (c *Client) progressFunc(ctx context.Context, cc *callConfig) transport.ProgressFunc {

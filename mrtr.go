@@ -188,7 +188,7 @@ func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Er
 			ok = false
 		}
 		if ok && mode == ElicitURL {
-			if c.dialect != nil && c.dialect.ProtocolVersion() < Version20251125 {
+			if c.dialect != nil && c.dialect.ProtocolVersion() < version20251125 {
 				// URL mode came in 2025-11-25: never declared before.
 				ok = false
 			} else if err := c.checkURLElicitation(params); err != nil {

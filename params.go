@@ -58,7 +58,7 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 		b.WriteString(`"` + name + `":` + value)
 	}
 	switch form, url := c.declaresFormElicitation(), c.declaresURLElicitation(); {
-	case version >= Version20251125:
+	case version >= version20251125:
 		var modes []string
 		if form {
 			modes = append(modes, `"form":{}`)
@@ -69,7 +69,7 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 		if len(modes) > 0 {
 			member("elicitation", "{"+joinComma(modes)+"}")
 		}
-	case version >= Version20250618:
+	case version >= version20250618:
 		// Elicitation came in 2025-06-18, form mode only.
 		if form {
 			member("elicitation", "{}")
@@ -79,7 +79,7 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 		member("roots", "{}")
 	}
 	if _, ok := c.handlers[abi.MethodSamplingCreate]; ok {
-		if c.samplingTools && version >= Version20251125 {
+		if c.samplingTools && version >= version20251125 {
 			// Tool use in sampling came in 2025-11-25.
 			member("sampling", `{"tools":{}}`)
 		} else {
