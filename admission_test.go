@@ -318,7 +318,7 @@ func TestLegacyServerRequestEndsWithClose(t *testing.T) {
 	}
 }
 
-// WithProgressConsumer: every call asks for progress; the consumer gets the
+// clienthook.ProgressConsumer: every call asks for progress; the consumer gets the
 // raw params with the progressToken, which the transport is also given
 // explicitly (no re-reading of params), before any WithProgress function;
 // its error cancels the call and is the call's error.
@@ -367,7 +367,7 @@ func TestProgressConsumerSeesEveryCallsRawProgress(t *testing.T) {
 	_ = f
 }
 
-// WithEventConsumer: every subscription's events pass through the consumer
+// clienthook.EventConsumer: every subscription's events pass through the consumer
 // before Next returns them; its stop ends the subscription cleanly.
 func TestEventConsumerSeesEverySubscription(t *testing.T) {
 	var seen []string
