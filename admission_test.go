@@ -16,6 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -77,7 +79,7 @@ func TestInputRoundUnderTheLimit(t *testing.T) {
 			return result(fc, ask)
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithHandler(snodo.MethodListRoots, h), snodo.WithMaxServerRequests(limit))
+	}, snodo.WithHandler(abi.MethodRootsList, h), snodo.WithMaxServerRequests(limit))
 
 	baseline := int64(runtime.NumGoroutine())
 	var before, after runtime.MemStats
@@ -159,7 +161,7 @@ func inputRoundEnds(t *testing.T, opts []snodo.Option, callOpts []snodo.CallOpti
 		}
 		return result(fc, `{"content":[]}`)
 	}))
-	opts = append(opts, snodo.WithHandler(snodo.MethodListRoots, b), snodo.WithMaxServerRequests(limit))
+	opts = append(opts, snodo.WithHandler(abi.MethodRootsList, b), snodo.WithMaxServerRequests(limit))
 	c, err := snodo.Connect(context.Background(), f, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +276,7 @@ func TestInputRoundEndsWithTheConnection(t *testing.T) {
 	e.fake = newFake(t, modernServer(func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, ask)
 	}))
-	c, err := snodo.Connect(context.Background(), e, snodo.WithHandler(snodo.MethodListRoots, b))
+	c, err := snodo.Connect(context.Background(), e, snodo.WithHandler(abi.MethodRootsList, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +303,7 @@ func TestInputRoundEndsWithTheConnection(t *testing.T) {
 func TestLegacyServerRequestEndsWithClose(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	b := newBlockingRoots()
-	c, f := connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodListRoots, b))
+	c, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodRootsList, b))
 	res := make(chan *jsonrpc.Response, 1)
 	go func() { res <- f.serverRequest(context.Background(), 1, "roots/list", `{}`) }()
 	<-b.first
@@ -316,7 +318,7 @@ func TestLegacyServerRequestEndsWithClose(t *testing.T) {
 	}
 }
 
-// WithProgressConsumer: every call asks for progress; the consumer gets the
+// clienthook.ProgressConsumer: every call asks for progress; the consumer gets the
 // raw params with the progressToken, which the transport is also given
 // explicitly (no re-reading of params), before any WithProgress function;
 // its error cancels the call and is the call's error.
@@ -341,13 +343,13 @@ func TestProgressConsumerSeesEveryCallsRawProgress(t *testing.T) {
 			}
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
+	}, clienthook.ProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
 		raw = append(raw, string(params))
 		if strings.Contains(string(params), `"progress":2`) && len(shown) > 0 {
 			return stop
 		}
 		return nil
-	}))
+	}).(snodo.Option))
 	if _, err := c.CallTool(context.Background(), "plain", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -365,14 +367,14 @@ func TestProgressConsumerSeesEveryCallsRawProgress(t *testing.T) {
 	_ = f
 }
 
-// WithEventConsumer: every subscription's events pass through the consumer
+// clienthook.EventConsumer: every subscription's events pass through the consumer
 // before Next returns them; its stop ends the subscription cleanly.
 func TestEventConsumerSeesEverySubscription(t *testing.T) {
 	var seen []string
-	c, f := connectModern(t, noMore, snodo.WithEventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
+	c, f := connectModern(t, noMore, clienthook.EventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
 		seen = append(seen, method)
 		return method == "notifications/resources/list_changed", nil
-	}))
+	}).(snodo.Option))
 	f.listen = func(req *jsonrpc.Request, sub *subbuf.Buffer[transport.Event]) (json.RawMessage, error) {
 		sub.Push(transport.Event{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)})
 		sub.Push(transport.Event{Method: "notifications/resources/list_changed", Params: json.RawMessage(`{}`)})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -125,13 +126,13 @@ func TestCapabilitiesFollowHandlers(t *testing.T) {
 		legacy032026 string
 	}{
 		{nil, `{}`, `{}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(snodo.MethodElicit, h)}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(snodo.MethodElicit, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL)},
+		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h)}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
+		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL)},
 			`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{}}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(snodo.MethodElicit, h), snodo.WithElicitationModes(snodo.ElicitURL)},
+		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitURL)},
 			`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}}}`, `{}`, `{}`},
 		{[]snodo.Option{snodo.WithElicitationModes(snodo.ElicitURL)}, `{}`, `{}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(snodo.MethodCreateMessage, h), snodo.WithHandler(snodo.MethodListRoots, h)},
+		{[]snodo.Option{snodo.WithHandler(abi.MethodSamplingCreate, h), snodo.WithHandler(abi.MethodRootsList, h)},
 			`{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`},
 	}
 	for i, tc := range cases {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -102,14 +103,14 @@ func BenchmarkServerElicit(b *testing.B) {
 	var dispatch transport.DispatchFunc
 	c, err := snodo.Connect(context.Background(), inboundLegacy{cannedLegacy{canned{}}, &dispatch},
 		snodo.WithEra(snodo.EraLegacy),
-		snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"action":"accept","content":{"answer":"yes"}}`), nil
 		})))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	req := &jsonrpc.Request{ID: jsonrpc.Int64ID(7), Method: snodo.MethodElicit, Params: json.RawMessage(
+	req := &jsonrpc.Request{ID: jsonrpc.Int64ID(7), Method: abi.MethodElicitationCreate, Params: json.RawMessage(
 		`{"message":"Proceed?","requestedSchema":{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}}`)}
 	done := make(chan error, 1)
 	reply := func(_ json.RawMessage, err error) { done <- err }

@@ -229,8 +229,8 @@ const maxTTL = math.MaxInt64 / int64(time.Millisecond)
 // cachedCall is callTyped for the cacheable methods: arg is the parameter
 // that keys the result (the cursor, or the uri), out a cacheHolder.
 func (c *Client) cachedCall(ctx context.Context, method, arg string, v any, out cacheHolder, opts []CallOption) error {
-	rc := c.cache
-	if rc == nil || c.Era() != EraModern {
+	rc := c.dialect.cache(c)
+	if rc == nil {
 		return c.callTyped(ctx, method, v, out, opts)
 	}
 	cc := c.callConfig(opts)

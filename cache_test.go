@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -342,7 +343,7 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 			return result(fc, `{"tools":[],"ttlMs":60000,"cacheScope":"public"}`)
 		}
 		return noMore(fc)
-	}, snodo.WithHandler(snodo.MethodElicit, nameHandler))
+	}, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
 	ctx := context.Background()
 	for range 2 {
 		if _, err := c.ReadResource(ctx, "demo://x"); err != nil {

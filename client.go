@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -433,7 +434,7 @@ func (c *Client) progressToken() (jsonrpc.ID, []byte) {
 }
 
 // progressFunc returns the transport's progress function for a call: the
-// client's progress consumer (WithProgressConsumer) with the raw params,
+// client's progress consumer (internal/clienthook) with the raw params,
 // then the call's WithProgress function with the decoded ones; nil when
 // neither is set. An error of either cancels the call on the server.
 func (c *Client) progressFunc(ctx context.Context, cc *callConfig) transport.ProgressFunc {
@@ -499,6 +500,10 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 	}
 	d := c.callDialect(cc)
 	headers := c.messageHeaders(method, params)
+	var extension transport.Extension
+	if c.headers {
+		extension = d.extension(method)
+	}
 	refreshed := false // tools/list was read again after a -32020
 	for round := 0; ; round++ {
 		var tail []byte
@@ -526,7 +531,7 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 		ropts := transport.RequestOptions{
 			Timeout:                cc.timeout,
 			Dialect:                d,
-			Extension:              c.extensionFor(method, d),
+			Extension:              extension,
 			Headers:                headers,
 			OnResponseHeaders:      cc.onResponseHeaders,
 			OnServerRequest:        c.onServerRequest,
@@ -554,24 +559,9 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 			}
 		}
 		if resp.Error != nil {
-			e := resp.Error
-			if e.Kind == "" {
-				c := *e
-				c.Kind = jsonrpc.KindServer
-				e = &c
-			}
-			if e.Code == jsonrpc.CodeMethodNotFound && !strings.Contains(e.Message, method) {
-				// Many servers answer a bare "Method not found".
-				c := *e
-				c.Message = fmt.Sprintf("%s: %s", e.Message, method)
-				e = &c
-			}
-			if e.Code == jsonrpc.CodeURLElicitationRequired {
-				c.noteURLElicitationsRequired(e)
-			}
-			return nil, e
+			return nil, c.serverError(method, resp.Error)
 		}
-		if d.Era() != EraModern || acceptsTask(cc, resp.Result) {
+		if !d.inputRounds() || acceptsTask(cc, resp.Result) {
 			return resp.Result, nil
 		}
 		ir, err := readResultType(resp.Result)
@@ -595,6 +585,27 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 		}
 		requestState = ir.RequestState
 	}
+}
+
+// serverError is the error a server answered a request of method with:
+// of kind server, saying which method a bare "Method not found" is about.
+// The elicitations of a -32042 are remembered for their completion.
+func (c *Client) serverError(method string, e *Error) *Error {
+	if e.Kind == "" {
+		c := *e
+		c.Kind = jsonrpc.KindServer
+		e = &c
+	}
+	if e.Code == jsonrpc.CodeMethodNotFound && !strings.Contains(e.Message, method) {
+		// Many servers answer a bare "Method not found".
+		c := *e
+		c.Message = fmt.Sprintf("%s: %s", e.Message, method)
+		e = &c
+	}
+	if e.Code == jsonrpc.CodeURLElicitationRequired {
+		c.noteURLElicitationsRequired(e)
+	}
+	return e
 }
 
 // callTyped calls method with v's encoding as params and decodes the
@@ -656,4 +667,12 @@ func bytesTrim(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+func (c *Client) warn(msg string, args ...any) {
+	if c.cfg.onWarning != nil {
+		c.cfg.onWarning(msg, args...)
+		return
+	}
+	slog.Warn("snodo: "+msg, args...)
 }

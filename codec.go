@@ -3,7 +3,9 @@ package snodo
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/bytedance/sonic"
 
@@ -43,6 +45,45 @@ func unmarshal(data []byte, v any) error { return jsoncodec.Unmarshal(data, v) }
 // eachMember scans the members of a JSON object: see jsoncodec.EachMember.
 func eachMember(data []byte, f func(key, value []byte) bool) bool {
 	return jsoncodec.EachMember(data, f)
+}
+
+// The types that keep the members they do not know in an Extra field
+// (Tool, Resource, Content, ResourceContents) decode and encode through a
+// defined type of themselves without methods (F), with decodeKeepingExtra
+// and encodeKeepingExtra; F's JSON keys (jsonKeys) are the known members.
+
+// decodeKeepingExtra decodes data into F's fields and returns the members
+// that are not among known.
+func decodeKeepingExtra[F any](data []byte, known []string) (F, map[string]json.RawMessage, error) {
+	var f F
+	if err := unmarshal(data, &f); err != nil {
+		return f, nil, err
+	}
+	extra, err := splitExtra(data, known...)
+	return f, extra, err
+}
+
+// encodeKeepingExtra encodes f, then the members of extra.
+func encodeKeepingExtra[F any](f F, extra map[string]json.RawMessage) ([]byte, error) {
+	b, err := marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	return appendExtra(b, extra)
+}
+
+// jsonKeys returns the JSON member names of the fields of the struct type
+// F (those with a json tag other than "-").
+func jsonKeys[F any]() []string {
+	t := reflect.TypeFor[F]()
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }
 
 // splitExtra decodes data's members and returns those not in known, for

@@ -52,7 +52,7 @@ const (
 
 type contentFields Content
 
-var contentKnown = []string{"type", "text", "data", "mimeType", "uri", "name", "title", "description", "size", "resource", "annotations", "_meta"}
+var contentKnown = jsonKeys[contentFields]()
 
 // UnmarshalJSON implements json.Unmarshaler, keeping unknown members.
 func (c *Content) UnmarshalJSON(data []byte) error {
@@ -64,11 +64,7 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 
 // decodeContentExact is Content's decoding by the codec, for every input.
 func decodeContentExact(data []byte, c *Content) error {
-	var f contentFields
-	if err := unmarshal(data, &f); err != nil {
-		return err
-	}
-	extra, err := splitExtra(data, contentKnown...)
+	f, extra, err := decodeKeepingExtra[contentFields](data, contentKnown)
 	if err != nil {
 		return err
 	}
@@ -78,13 +74,7 @@ func decodeContentExact(data []byte, c *Content) error {
 }
 
 // MarshalJSON implements json.Marshaler, writing unknown members back.
-func (c Content) MarshalJSON() ([]byte, error) {
-	b, err := marshal(contentFields(c))
-	if err != nil {
-		return nil, err
-	}
-	return appendExtra(b, c.Extra)
-}
+func (c Content) MarshalJSON() ([]byte, error) { return encodeKeepingExtra(contentFields(c), c.Extra) }
 
 // ResourceContents is the contents of a resource: text, or base64 blob.
 // Unknown members are kept in Extra.
@@ -100,15 +90,11 @@ type ResourceContents struct {
 
 type resourceContentsFields ResourceContents
 
-var resourceContentsKnown = []string{"uri", "mimeType", "text", "blob", "_meta"}
+var resourceContentsKnown = jsonKeys[resourceContentsFields]()
 
 // UnmarshalJSON implements json.Unmarshaler, keeping unknown members.
 func (r *ResourceContents) UnmarshalJSON(data []byte) error {
-	var f resourceContentsFields
-	if err := unmarshal(data, &f); err != nil {
-		return err
-	}
-	extra, err := splitExtra(data, resourceContentsKnown...)
+	f, extra, err := decodeKeepingExtra[resourceContentsFields](data, resourceContentsKnown)
 	if err != nil {
 		return err
 	}
@@ -119,11 +105,7 @@ func (r *ResourceContents) UnmarshalJSON(data []byte) error {
 
 // MarshalJSON implements json.Marshaler, writing unknown members back.
 func (r ResourceContents) MarshalJSON() ([]byte, error) {
-	b, err := marshal(resourceContentsFields(r))
-	if err != nil {
-		return nil, err
-	}
-	return appendExtra(b, r.Extra)
+	return encodeKeepingExtra(resourceContentsFields(r), r.Extra)
 }
 
 // decodeFlatContent decodes data into c when it is a block whose members
@@ -137,21 +119,21 @@ func (r ResourceContents) MarshalJSON() ([]byte, error) {
 // fine but malformed input is not), which takes the exact path.
 func decodeFlatContent(data []byte, c *Content) bool {
 	var f Content
-	i := skipWS(data, 0)
+	i := jsoncodec.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false
 	}
-	i = skipWS(data, i+1)
+	i = jsoncodec.SkipSpace(data, i+1)
 	for {
 		key, next, ok := plainString(data, i)
 		if !ok {
 			return false
 		}
-		i = skipWS(data, next)
+		i = jsoncodec.SkipSpace(data, next)
 		if i >= len(data) || data[i] != ':' {
 			return false
 		}
-		value, next, ok := plainString(data, skipWS(data, i+1))
+		value, next, ok := plainString(data, jsoncodec.SkipSpace(data, i+1))
 		if !ok {
 			return false
 		}
@@ -177,12 +159,12 @@ func decodeFlatContent(data []byte, c *Content) bool {
 			return false
 		}
 		*dst = jsoncodec.String(value)
-		i = skipWS(data, next)
+		i = jsoncodec.SkipSpace(data, next)
 		if i >= len(data) {
 			return false
 		}
 		if data[i] == '}' {
-			if skipWS(data, i+1) != len(data) {
+			if jsoncodec.SkipSpace(data, i+1) != len(data) {
 				return false
 			}
 			*c = f
@@ -191,7 +173,7 @@ func decodeFlatContent(data []byte, c *Content) bool {
 		if data[i] != ',' {
 			return false
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 	}
 }
 
@@ -218,11 +200,4 @@ func plainString(data []byte, i int) (s []byte, next int, ok bool) {
 		}
 	}
 	return nil, 0, false
-}
-
-func skipWS(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
 }

@@ -46,8 +46,8 @@ func decodeDiscover(raw json.RawMessage) (*DiscoverResult, error) {
 // Discover calls server/discover: the server's supported versions,
 // capabilities, identity and instructions (2026-07-28 only).
 func (c *Client) Discover(ctx context.Context, opts ...CallOption) (*DiscoverResult, error) {
-	if c.Era() != EraModern {
-		return nil, notInEra("server/discover", c.Era())
+	if err := c.require("server/discover"); err != nil {
+		return nil, err
 	}
 	raw, err := c.call(ctx, "server/discover", nil, c.callConfig(opts))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -43,7 +44,7 @@ func ParseElicitRequest(params json.RawMessage) (ElicitRequest, error) {
 // WithURLElicitation answers URL-mode elicitation requests with h, and
 // declares the url elicitation mode (2025-11-25 and later), whatever
 // WithElicitationModes says; form-mode requests still go to the
-// WithHandler(MethodElicit) handler. h receives the request as sent (see
+// WithHandler(abi.MethodElicitationCreate) handler. h receives the request as sent (see
 // ParseElicitRequest: mode "url", message, url, and in 2025-11-25 the
 // elicitationId) after the client has checked that url is an absolute URL
 // and, in 2025-11-25, that elicitationId is present; it must not open the
@@ -127,13 +128,13 @@ func (c *config) declaresURLElicitation() bool {
 	if c.urlElicit != nil {
 		return true
 	}
-	_, ok := c.handlers[MethodElicit]
+	_, ok := c.handlers[abi.MethodElicitationCreate]
 	return ok && slices.Contains(c.elicitModes, ElicitURL)
 }
 
 // declaresFormElicitation reports whether the client answers form mode.
 func (c *config) declaresFormElicitation() bool {
-	_, ok := c.handlers[MethodElicit]
+	_, ok := c.handlers[abi.MethodElicitationCreate]
 	return ok && slices.Contains(c.elicitModes, ElicitForm)
 }
 
@@ -149,7 +150,7 @@ func (c *Client) checkURLElicitation(params json.RawMessage) *Error {
 	if perr != nil || !u.IsAbs() || u.Host == "" {
 		return protocolError(jsonrpc.CodeInvalidParams, perr, "a URL-mode elicitation needs an absolute url with a host, got %q", r.URL)
 	}
-	if c.dialect != nil && c.dialect.Era() == EraLegacy {
+	if c.dialect != nil && c.dialect.elicitationIDs() {
 		if r.ElicitationID == "" {
 			return protocolError(jsonrpc.CodeInvalidParams, nil, "a URL-mode elicitation needs an elicitationId")
 		}

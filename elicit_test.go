@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -43,7 +44,7 @@ func TestURLElicitationLegacy(t *testing.T) {
 	var completed []string
 	var mu sync.Mutex
 	_, f := connectLegacy(t, noMore,
-		snodo.WithHandler(snodo.MethodElicit, nameHandler),
+		snodo.WithHandler(abi.MethodElicitationCreate, nameHandler),
 		snodo.WithURLElicitation(urlH),
 		snodo.WithElicitationCompleteHook(func(id string) { mu.Lock(); completed = append(completed, id); mu.Unlock() }))
 	init := f.sent("initialize")[0]
@@ -57,7 +58,7 @@ func TestURLElicitationLegacy(t *testing.T) {
 	ctx := context.Background()
 
 	f.notify("notifications/elicitation/complete", `{"elicitationId":"e-1"}`) // not asked yet: ignored
-	resp := f.serverRequest(ctx, 1, snodo.MethodElicit, urlElicitLegacy)
+	resp := f.serverRequest(ctx, 1, abi.MethodElicitationCreate, urlElicitLegacy)
 	if resp.Error != nil || string(resp.Result) != `{"action":"accept"}` {
 		t.Fatalf("answer %+v", resp)
 	}
@@ -66,7 +67,7 @@ func TestURLElicitationLegacy(t *testing.T) {
 		t.Errorf("handler got %+v %v", req, err)
 	}
 	// Form mode still goes to the form handler.
-	if resp := f.serverRequest(ctx, 2, snodo.MethodElicit, elicitParams); resp.Error != nil || !contains(string(resp.Result), "octocat") {
+	if resp := f.serverRequest(ctx, 2, abi.MethodElicitationCreate, elicitParams); resp.Error != nil || !contains(string(resp.Result), "octocat") {
 		t.Errorf("form answer %+v", resp)
 	}
 	f.notify("notifications/elicitation/complete", `{"elicitationId":"other"}`)
@@ -88,7 +89,7 @@ func TestURLElicitationLegacy(t *testing.T) {
 		`{"mode":"url","elicitationId":"e","url":"http://[::1","message":"m"}`,         // unparsable
 	} {
 		n := urlH.count()
-		resp := f.serverRequest(ctx, 3, snodo.MethodElicit, bad)
+		resp := f.serverRequest(ctx, 3, abi.MethodElicitationCreate, bad)
 		if resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams || urlH.count() != n {
 			t.Errorf("%s: %+v", bad, resp)
 		}
@@ -98,9 +99,9 @@ func TestURLElicitationLegacy(t *testing.T) {
 // Without WithURLElicitation, url mode follows WithElicitationModes; a
 // client that did not declare it refuses it -32602.
 func TestURLElicitationUndeclared(t *testing.T) {
-	c, f := connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodElicit, nameHandler))
+	c, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
 	_ = c
-	if resp := f.serverRequest(context.Background(), 1, snodo.MethodElicit, urlElicitLegacy); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams {
+	if resp := f.serverRequest(context.Background(), 1, abi.MethodElicitationCreate, urlElicitLegacy); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("undeclared url mode: %+v", resp)
 	}
 	urlOnly := &recorder{answer: `{"action":"decline"}`}
@@ -112,7 +113,7 @@ func TestURLElicitationUndeclared(t *testing.T) {
 	if string(p.Capabilities["elicitation"]) != `{"url":{}}` {
 		t.Errorf("url-only capability %s", p.Capabilities["elicitation"])
 	}
-	if resp := f2.serverRequest(context.Background(), 1, snodo.MethodElicit, elicitParams); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams {
+	if resp := f2.serverRequest(context.Background(), 1, abi.MethodElicitationCreate, elicitParams); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("form mode without a form handler: %+v", resp)
 	}
 }
@@ -167,7 +168,7 @@ func TestSamplingTools(t *testing.T) {
 	sampler := &recorder{answer: `{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}`}
 	ctx := context.Background()
 
-	_, f := connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodCreateMessage, sampler))
+	_, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodSamplingCreate, sampler))
 	var p struct {
 		Capabilities map[string]json.RawMessage `json:"capabilities"`
 	}
@@ -175,26 +176,26 @@ func TestSamplingTools(t *testing.T) {
 	if string(p.Capabilities["sampling"]) != `{}` {
 		t.Errorf("sampling capability %s", p.Capabilities["sampling"])
 	}
-	if resp := f.serverRequest(ctx, 1, snodo.MethodCreateMessage, withTools); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams || !contains(resp.Error.Message, "sampling.tools") || sampler.count() != 0 {
+	if resp := f.serverRequest(ctx, 1, abi.MethodSamplingCreate, withTools); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams || !contains(resp.Error.Message, "sampling.tools") || sampler.count() != 0 {
 		t.Errorf("undeclared tools: %+v", resp)
 	}
-	if resp := f.serverRequest(ctx, 2, snodo.MethodCreateMessage, plain); resp.Error != nil || sampler.count() != 1 {
+	if resp := f.serverRequest(ctx, 2, abi.MethodSamplingCreate, plain); resp.Error != nil || sampler.count() != 1 {
 		t.Errorf("plain sampling: %+v", resp)
 	}
 
-	_, f = connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodCreateMessage, sampler), snodo.WithSamplingTools())
+	_, f = connectLegacy(t, noMore, snodo.WithHandler(abi.MethodSamplingCreate, sampler), snodo.WithSamplingTools())
 	_ = json.Unmarshal(f.sent("initialize")[0].Req.Params, &p)
 	if string(p.Capabilities["sampling"]) != `{"tools":{}}` {
 		t.Errorf("sampling capability %s", p.Capabilities["sampling"])
 	}
-	if resp := f.serverRequest(ctx, 1, snodo.MethodCreateMessage, withTools); resp.Error != nil || sampler.count() != 2 {
+	if resp := f.serverRequest(ctx, 1, abi.MethodSamplingCreate, withTools); resp.Error != nil || sampler.count() != 2 {
 		t.Errorf("declared tools: %+v", resp)
 	}
 
 	// 2026-07-28: in _meta, and an input request with tools fails the call
 	// without the declaration.
 	for _, declare := range []bool{false, true} {
-		opts := []snodo.Option{snodo.WithHandler(snodo.MethodCreateMessage, sampler)}
+		opts := []snodo.Option{snodo.WithHandler(abi.MethodSamplingCreate, sampler)}
 		if declare {
 			opts = append(opts, snodo.WithSamplingTools())
 		}
@@ -217,7 +218,7 @@ func TestSamplingTools(t *testing.T) {
 
 	// Before 2025-11-25 there is no sampling.tools to declare.
 	f = newFake(t, legacyServer("2025-06-18", noMore))
-	if _, err := snodo.Connect(ctx, f, snodo.WithProtocolVersion("2025-06-18"), snodo.WithHandler(snodo.MethodCreateMessage, sampler), snodo.WithSamplingTools()); err != nil {
+	if _, err := snodo.Connect(ctx, f, snodo.WithProtocolVersion("2025-06-18"), snodo.WithHandler(abi.MethodSamplingCreate, sampler), snodo.WithSamplingTools()); err != nil {
 		t.Fatal(err)
 	}
 	_ = json.Unmarshal(f.sent("initialize")[0].Req.Params, &p)
@@ -271,7 +272,7 @@ func TestURLElicitationNotBefore20251125(t *testing.T) {
 	if p := f.sent("initialize")[0].param("capabilities"); string(p) != `{}` {
 		t.Errorf("capabilities %s", p)
 	}
-	if resp := f.serverRequest(context.Background(), 1, snodo.MethodElicit, urlElicitLegacy); resp.Error == nil || urlH.count() != 0 {
+	if resp := f.serverRequest(context.Background(), 1, abi.MethodElicitationCreate, urlElicitLegacy); resp.Error == nil || urlH.count() != 0 {
 		t.Errorf("answered in 2025-06-18: %+v", resp)
 	}
 }

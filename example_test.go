@@ -8,6 +8,7 @@ import (
 	"log"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -78,7 +79,7 @@ func ExampleWithHandler() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		client, err := snodo.Connect(ctx, conn, snodo.WithHandler(snodo.MethodElicit, elicit))
+		client, err := snodo.Connect(ctx, conn, snodo.WithHandler(abi.MethodElicitationCreate, elicit))
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -155,7 +156,7 @@ func goAPI(ctx context.Context) error {
 		return err
 	}
 	client, err := snodo.Connect(ctx, conn, // era probed: 2026-07-28 or initialize
-		snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(answerForm)))
+		snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(answerForm)))
 	if err != nil {
 		conn.Close()
 		return err

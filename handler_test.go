@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -21,7 +22,7 @@ func TestSameHandlerAnswersBothEras(t *testing.T) {
 		seen = append(seen, method+" "+string(params))
 		return nameHandler(ctx, method, params)
 	})
-	opt := snodo.WithHandler(snodo.MethodElicit, h)
+	opt := snodo.WithHandler(abi.MethodElicitationCreate, h)
 
 	legacy, f := connectLegacy(t, noMore, opt)
 	resp := f.serverRequest(context.Background(), 7, "elicitation/create", elicitParams)
@@ -51,8 +52,8 @@ func TestSameHandlerAnswersBothEras(t *testing.T) {
 // -32601; an elicitation mode not declared is -32602; a handler's
 // *jsonrpc.Error keeps its code.
 func TestLegacyServerRequests(t *testing.T) {
-	_, f := connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodElicit, nameHandler),
-		snodo.WithHandler(snodo.MethodListRoots, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	_, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler),
+		snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 			return nil, &jsonrpc.Error{Code: -32099, Message: "no roots today"}
 		})))
 	ctx := context.Background()
@@ -82,7 +83,7 @@ func TestLegacyServerRequestsOverTheLimit(t *testing.T) {
 		<-block
 		return json.RawMessage(`{"roots":[]}`), nil
 	})
-	_, f := connectLegacy(t, noMore, snodo.WithHandler(snodo.MethodListRoots, h), snodo.WithMaxServerRequests(1))
+	_, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodRootsList, h), snodo.WithMaxServerRequests(1))
 	done := make(chan struct{})
 	go func() {
 		f.serverRequest(context.Background(), 1, "roots/list", `{}`)

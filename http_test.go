@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 	mcphttp "github.com/snodo/snodo/transport/http"
@@ -375,7 +376,7 @@ func TestHTTPServerRequestOnGETStream(t *testing.T) {
 	}))
 	defer srv.Close()
 	var calls int
-	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), snodo.WithHandler(snodo.MethodElicit,
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), snodo.WithHandler(abi.MethodElicitationCreate,
 		snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			calls++
 			return json.RawMessage(`{"action":"decline"}`), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -52,7 +53,7 @@ func (c *Client) admit(req *jsonrpc.Request) (Handler, json.RawMessage, error) {
 	if herr != nil {
 		code := int64(jsonrpc.CodeMethodNotFound)
 		if _, ok := c.cfg.handlers[req.Method]; ok || herr.Code == jsonrpc.CodeInvalidParams ||
-			(req.Method == MethodElicit && c.cfg.urlElicit != nil) {
+			(req.Method == abi.MethodElicitationCreate && c.cfg.urlElicit != nil) {
 			// An elicitation in a mode the client did not declare, an
 			// invalid URL-mode one, a sampling request with tools the
 			// client did not declare.

@@ -5,8 +5,8 @@ import "context"
 // Ping checks that the server answers (legacy era only: 2026-07-28 has no
 // ping).
 func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
-	if c.Era() != EraLegacy {
-		return notInEra("ping", c.Era())
+	if err := c.require("ping"); err != nil {
+		return err
 	}
 	return c.callTyped(ctx, "ping", nil, nil, opts)
 }
@@ -15,8 +15,8 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 // rest of the connection (legacy era only; 2026-07-28 asks per request,
 // with WithLogLevel).
 func (c *Client) SetLogLevel(ctx context.Context, level LogLevel, opts ...CallOption) error {
-	if c.Era() != EraLegacy {
-		return notInEra("logging/setLevel", c.Era())
+	if err := c.require("logging/setLevel"); err != nil {
+		return err
 	}
 	return c.useLogLevel(ctx, level, true, opts...)
 }
@@ -29,16 +29,16 @@ type uriParams struct {
 // only; 2026-07-28 uses Listen). The notifications reach the hook of
 // WithNotificationHook.
 func (c *Client) Subscribe(ctx context.Context, uri string, opts ...CallOption) error {
-	if c.Era() != EraLegacy {
-		return notInEra("resources/subscribe", c.Era())
+	if err := c.require("resources/subscribe"); err != nil {
+		return err
 	}
 	return c.callTyped(ctx, "resources/subscribe", uriParams{uri}, nil, opts)
 }
 
 // Unsubscribe cancels a Subscribe (legacy era only).
 func (c *Client) Unsubscribe(ctx context.Context, uri string, opts ...CallOption) error {
-	if c.Era() != EraLegacy {
-		return notInEra("resources/unsubscribe", c.Era())
+	if err := c.require("resources/unsubscribe"); err != nil {
+		return err
 	}
 	return c.callTyped(ctx, "resources/unsubscribe", uriParams{uri}, nil, opts)
 }

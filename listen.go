@@ -48,9 +48,9 @@ type SubscriptionFilter struct {
 // Done and Err methods, as stdio does — the connection stops, with a
 // -32000 error.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter, opts ...CallOption) (SubscriptionFilter, *Subscription, error) {
-	accepted, sub, err := c.listen(ctx, filter, opts)
-	if err == nil && c.cache != nil && c.Era() == EraModern {
-		// A legacy event reaches the cache through onNotification.
+	accepted, sub, err := c.dialect.listen(ctx, c, filter, c.callConfig(opts))
+	if err == nil && c.dialect.cache(c) != nil {
+		// Where results carry caching hints, events drop what they name.
 		(*subbuf.Buffer[Event])(sub).SetObserver(func(ev Event) { c.invalidateCache(ev.Method, ev.Params) })
 	}
 	if err == nil && c.cfg.onEvent != nil {
@@ -62,11 +62,8 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter, opts ...
 	return accepted, sub, err
 }
 
-func (c *Client) listen(ctx context.Context, filter SubscriptionFilter, opts []CallOption) (SubscriptionFilter, *Subscription, error) {
-	cc := c.callConfig(opts)
-	if c.Era() != EraModern {
-		return c.listenLegacy(ctx, filter, cc)
-	}
+// listenStream opens a subscriptions/listen stream (2026-07-28).
+func (c *Client) listenStream(ctx context.Context, filter SubscriptionFilter, cc *callConfig) (SubscriptionFilter, *Subscription, error) {
 	l, ok := c.t.(transport.Listener)
 	if !ok {
 		return SubscriptionFilter{}, nil, protocolError(jsonrpc.CodeInternalError, nil,

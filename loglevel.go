@@ -26,10 +26,8 @@ func (c *Client) prepareCall(ctx context.Context, method string, cc *callConfig)
 		if !slices.Contains(logLevels, cc.logLevel) {
 			return protocolError(jsonrpc.CodeInvalidParams, nil, "WithLogLevel: unknown log level %q (known: %v)", cc.logLevel, logLevels)
 		}
-		if c.dialect.Era() == EraLegacy && method != "logging/setLevel" && method != "initialize" {
-			if err := c.useLogLevel(ctx, cc.logLevel, false); err != nil {
-				return err
-			}
+		if err := c.dialect.applyLogLevel(ctx, c, method, cc.logLevel); err != nil {
+			return err
 		}
 	}
 	return traceMembers(ctx, cc)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -93,17 +94,17 @@ func readResultType(result json.RawMessage) (*inputRequired, error) {
 // capabilityOf names the client capability an input request needs.
 func capabilityOf(method string, params json.RawMessage) string {
 	switch method {
-	case MethodElicit:
+	case abi.MethodElicitationCreate:
 		if elicitMode(params) == ElicitURL {
 			return "elicitation.url"
 		}
 		return "elicitation.form"
-	case MethodCreateMessage:
+	case abi.MethodSamplingCreate:
 		if samplingUsesTools(params) {
 			return "sampling.tools"
 		}
 		return "sampling"
-	case MethodListRoots:
+	case abi.MethodRootsList:
 		return "roots"
 	}
 	return method
@@ -179,7 +180,7 @@ func asciiOnly(b []byte) bool {
 func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Error) {
 	h, ok := c.cfg.handlers[method]
 	switch method {
-	case MethodElicit:
+	case abi.MethodElicitationCreate:
 		mode := elicitMode(params)
 		if mode == ElicitURL && c.cfg.urlElicit != nil {
 			h, ok = c.cfg.urlElicit, true
@@ -187,14 +188,14 @@ func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Er
 			ok = false
 		}
 		if ok && mode == ElicitURL {
-			if c.dialect != nil && c.dialect.ProtocolVersion() < Version20251125 {
+			if c.dialect != nil && c.dialect.ProtocolVersion() < version20251125 {
 				// URL mode came in 2025-11-25: never declared before.
 				ok = false
 			} else if err := c.checkURLElicitation(params); err != nil {
 				return nil, err
 			}
 		}
-	case MethodCreateMessage:
+	case abi.MethodSamplingCreate:
 		if ok && !c.cfg.samplingTools && samplingUsesTools(params) {
 			ok = false
 		}
@@ -364,4 +365,42 @@ func handlerError(err error, format string, args ...any) *Error {
 		e.Data = je.Data
 	}
 	return e
+}
+
+// The requests that may be answered with an input_required result, and the
+// input requests such a result may carry (2026-07-28,
+// basic/patterns/mrtr.mdx "Supported Requests" and "Server Requirements").
+var (
+	inputRequiredMethods = []string{"prompts/get", "resources/read", "tools/call"}
+	inputRequestMethods  = []string{abi.MethodElicitationCreate, abi.MethodSamplingCreate, abi.MethodRootsList}
+)
+
+// ErrInputNotAllowed is the cause of the protocol error of a call whose
+// server answered with an input_required result where the specification
+// does not allow one: on a request other than tools/call, prompts/get and
+// resources/read, or asking for input other than elicitation/create,
+// sampling/createMessage and roots/list. No handler runs for it.
+var ErrInputNotAllowed = errors.New("input_required where the protocol does not allow it")
+
+// checkInputRequired refuses an input_required result the specification
+// does not allow for method, before any of its inputs is answered.
+func checkInputRequired(method string, ir *inputRequired) error {
+	if !slices.Contains(inputRequiredMethods, method) {
+		return protocolError(jsonrpc.CodeInternalError, ErrInputNotAllowed,
+			"%s: the server answered input_required, which only %v may return", method, inputRequiredMethods)
+	}
+	keys := make([]string, 0, len(ir.InputRequests))
+	for k, r := range ir.InputRequests {
+		if !slices.Contains(inputRequestMethods, r.Method) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) > 0 {
+		slices.Sort(keys)
+		k := keys[0]
+		return protocolError(jsonrpc.CodeInternalError, ErrInputNotAllowed,
+			"%s: input request %q has method %q; an input_required result may ask only for %v",
+			method, k, ir.InputRequests[k].Method, inputRequestMethods)
+	}
+	return nil
 }

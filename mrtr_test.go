@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -19,7 +20,7 @@ const elicitParams = `{"mode":"form","message":"Your name?","requestedSchema":{"
 
 // nameHandler answers an elicitation with a name.
 var nameHandler = snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	if method != snodo.MethodElicit {
+	if method != abi.MethodElicitationCreate {
 		return nil, fmt.Errorf("unexpected %s", method)
 	}
 	return json.RawMessage(`{"action":"accept","content":{"name":"octocat"}}`), nil
@@ -39,8 +40,8 @@ func TestMRTRRetriesWithInputResponsesAndExactRequestState(t *testing.T) {
 		}
 		return result(fc, `{"resultType":"complete","content":[{"type":"text","text":"hello"}]}`)
 	},
-		snodo.WithHandler(snodo.MethodElicit, nameHandler),
-		snodo.WithHandler(snodo.MethodListRoots, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		snodo.WithHandler(abi.MethodElicitationCreate, nameHandler),
+		snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"roots":[{"uri":"file:///home"}]}`), nil
 		})))
 	args := map[string]any{"k": "v"}
@@ -90,7 +91,7 @@ func TestMRTRRequestStateOnlyRetriesAtOnceAndAbsentStateIsOmitted(t *testing.T) 
 			return result(fc, `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":`+elicitParams+`}}}`)
 		}
 		return result(fc, `{"resultType":"complete","content":[]}`)
-	}, snodo.WithHandler(snodo.MethodElicit, h))
+	}, snodo.WithHandler(abi.MethodElicitationCreate, h))
 	if _, err := c.CallTool(context.Background(), "t", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestMRTRHandlerErrorFailsTheCall(t *testing.T) {
 	boom := &jsonrpc.Error{Code: -1, Message: "user declined to answer", Data: json.RawMessage(`{"why":"no"}`)}
 	c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":`+elicitParams+`}},"requestState":"s"}`)
-	}, snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	}, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		return nil, boom
 	})))
 	_, err := c.CallTool(context.Background(), "t", nil)
@@ -152,7 +153,7 @@ func TestMRTRHandlerErrorFailsTheCall(t *testing.T) {
 	// A panic fails the call too.
 	c, _ = connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list","params":{}}}}`)
-	}, snodo.WithHandler(snodo.MethodListRoots, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	}, snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		panic("oops")
 	})))
 	if _, err := c.CallTool(context.Background(), "t", nil); !errors.As(err, &e) || e.Kind != jsonrpc.KindHandler || !contains(err.Error(), "oops") {
@@ -170,7 +171,7 @@ func TestMRTRMissingHandlerNamesTheCapability(t *testing.T) {
 	} {
 		c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"k":{"method":"`+tc.method+`","params":`+tc.params+`}}}`)
-		}, snodo.WithHandler(snodo.MethodElicit, nameHandler))
+		}, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
 		_, err := c.CallTool(context.Background(), "t", nil)
 		if !errors.Is(err, snodo.ErrNoHandler) || !contains(err.Error(), tc.capability) {
 			t.Errorf("%s: err %v", tc.method, err)
@@ -219,7 +220,7 @@ func TestMRTRRunsHandlersConcurrentlyUnderTheLimit(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{`+reqs+`}}`)
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithHandler(snodo.MethodListRoots, h), snodo.WithMaxServerRequests(limit))
+	}, snodo.WithHandler(abi.MethodRootsList, h), snodo.WithMaxServerRequests(limit))
 	if _, err := c.CallTool(context.Background(), "t", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestMRTRFieldsNeverLeakIntoOtherRequests(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":`+elicitParams+`}},"requestState":"secret"}`)
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
+	}, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 		close(inHandler)
 		<-release
 		return nameHandler(ctx, m, p)
@@ -288,7 +289,7 @@ func TestMRTRSingleInputRequestRunsInTheCaller(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":`+elicitParams+`}}}`)
 		}
 		return result(fc, `{"resultType":"complete","content":[{"type":"text","text":"hello"}]}`)
-	}, snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	}, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		buf := make([]byte, 64<<10)
 		inCaller <- strings.Contains(string(buf[:runtime.Stack(buf, false)]), "snodo.(*Client).CallTool")
 		return nameHandler(ctx, method, params)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/transport"
 )
 
@@ -23,13 +24,6 @@ const (
 const (
 	ElicitForm = "form"
 	ElicitURL  = "url"
-)
-
-// Methods a server asks of a client, for WithHandler.
-const (
-	MethodElicit        = "elicitation/create"
-	MethodCreateMessage = "sampling/createMessage"
-	MethodListRoots     = "roots/list"
 )
 
 // Option configures Connect.
@@ -96,8 +90,8 @@ func WithDefaultTimeout(d time.Duration) Option { return func(c *config) { c.tim
 // WithClientInfo sets the name and version the client reports.
 func WithClientInfo(info Implementation) Option { return func(c *config) { c.clientInfo = info } }
 
-// WithHandler answers the server's method (MethodElicit,
-// MethodCreateMessage, MethodListRoots) with h, in both eras: as a
+// WithHandler answers the server's method (abi.MethodElicitationCreate,
+// abi.MethodSamplingCreate, abi.MethodRootsList) with h, in both eras: as a
 // server-to-client request (legacy) and as an input request of an
 // input_required result (2026-07-28). The client advertises the
 // corresponding capability only when it has a handler for it. The client
@@ -143,23 +137,14 @@ func WithNotificationHook(f func(method string, params json.RawMessage)) Option 
 	return func(c *config) { c.onNotification = f }
 }
 
-// WithProgressConsumer makes every call ask for progress and gives each
-// of its notifications/progress, params as sent (progressToken included),
-// to f, in the calling goroutine, before any WithProgress function of the
-// call. ctx is the call's. An error from f cancels the call on the server
-// (notifications/cancelled) and the call returns that error. The Wasm
-// progress consumer modules of package runner attach this way.
-func WithProgressConsumer(f func(ctx context.Context, params json.RawMessage) error) Option {
-	return func(c *config) { c.onProgress = f }
-}
-
-// WithEventConsumer passes every event of every subscription (Listen) to
-// f, in the goroutine that calls Next, before Next returns it. stop ends
-// the subscription cleanly (Next returns io.EOF, the server is told); an
-// error ends it with that error. ctx is the one given to Next. The Wasm
-// subscription consumer modules of package runner attach this way.
-func WithEventConsumer(f func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)) Option {
-	return func(c *config) { c.onEvent = f }
+func init() {
+	// The consumers of package runner attach through internal/clienthook.
+	clienthook.ProgressConsumer = func(f func(ctx context.Context, params json.RawMessage) error) any {
+		return Option(func(c *config) { c.onProgress = f })
+	}
+	clienthook.EventConsumer = func(f func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)) any {
+		return Option(func(c *config) { c.onEvent = f })
+	}
 }
 
 // WithWarningHook receives the client's warnings, such as a tool left out

@@ -32,8 +32,8 @@ func TestREADMEGoAPI(t *testing.T) {
 		t.Errorf("README.md's Go API example is not in example_test.go verbatim:\n%s", code)
 	}
 	for _, line := range strings.Split(string(examples), "\n") {
-		if strings.HasPrefix(line, "\t\"github.com/snodo/snodo") && line != "\t\"github.com/snodo/snodo\"" && line != "\t\"github.com/snodo/snodo/transport/stdio\"" {
-			t.Errorf("example_test.go imports %s: the README's example needs only snodo and transport/stdio", strings.TrimSpace(line))
+		if strings.HasPrefix(line, "\t\"github.com/snodo/snodo") && line != "\t\"github.com/snodo/snodo\"" && line != "\t\"github.com/snodo/snodo/transport/stdio\"" && line != "\t\"github.com/snodo/snodo/abi\"" {
+			t.Errorf("example_test.go imports %s: the README's example needs only snodo, transport/stdio and abi", strings.TrimSpace(line))
 		}
 	}
 }

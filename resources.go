@@ -24,13 +24,11 @@ type Resource struct {
 
 type resourceFields Resource
 
+var resourceKnown = jsonKeys[resourceFields]()
+
 // UnmarshalJSON implements json.Unmarshaler, keeping unknown members.
 func (r *Resource) UnmarshalJSON(data []byte) error {
-	var f resourceFields
-	if err := unmarshal(data, &f); err != nil {
-		return err
-	}
-	extra, err := splitExtra(data, "uri", "name", "title", "description", "mimeType", "size", "annotations", "_meta")
+	f, extra, err := decodeKeepingExtra[resourceFields](data, resourceKnown)
 	if err != nil {
 		return err
 	}
@@ -41,11 +39,7 @@ func (r *Resource) UnmarshalJSON(data []byte) error {
 
 // MarshalJSON implements json.Marshaler, writing unknown members back.
 func (r Resource) MarshalJSON() ([]byte, error) {
-	b, err := marshal(resourceFields(r))
-	if err != nil {
-		return nil, err
-	}
-	return appendExtra(b, r.Extra)
+	return encodeKeepingExtra(resourceFields(r), r.Extra)
 }
 
 // ResourceTemplate is a URI template for resources (RFC 6570).

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -158,7 +159,7 @@ func TestTaskWaitByDefault(t *testing.T) {
 				t.Errorf("tools/call params %s", call.Req.Params)
 			}
 			for _, g := range f.sent("tasks/get") {
-				if string(g.param("taskId")) != `"t-1"` || !contains(string(g.meta("io.modelcontextprotocol/clientCapabilities")), snodo.TasksExtension) {
+				if string(g.param("taskId")) != `"t-1"` || !contains(string(g.meta("io.modelcontextprotocol/clientCapabilities")), "io.modelcontextprotocol/tasks") {
 					t.Errorf("tasks/get params %s", g.Req.Params)
 				}
 			}
@@ -529,7 +530,7 @@ func TestTaskInputRequired(t *testing.T) {
 				return result(fc, doneResult)
 			}
 			return noMore(fc)
-		}, snodo.WithHandler(snodo.MethodElicit, h))
+		}, snodo.WithHandler(abi.MethodElicitationCreate, h))
 		if _, err := c.ListTools(context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}

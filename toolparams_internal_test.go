@@ -117,7 +117,7 @@ func sameJSON(a, b []byte) bool {
 // sent as they are when nothing is added to them, and that the params are
 // otherwise the ones built without own.
 func TestBuildParamsOwn(t *testing.T) {
-	legacy := legacyDialect{version: Version20251125}
+	legacy := legacyDialect{version: version20251125}
 	modern := newModernDialect("2026-07-28", Implementation{Name: "c", Version: "1"}, json.RawMessage(`{}`))
 	plain := &callConfig{}
 	traced := &callConfig{traceMeta: []byte(`"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"`)}

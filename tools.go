@@ -1,9 +1,14 @@
 package snodo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/snodo/snodo/internal/jsoncodec"
+	"github.com/snodo/snodo/jsonrpc"
 	"iter"
+	"reflect"
+	"sync"
 	"time"
 )
 
@@ -23,13 +28,11 @@ type Tool struct {
 
 type toolFields Tool
 
+var toolKnown = jsonKeys[toolFields]()
+
 // UnmarshalJSON implements json.Unmarshaler, keeping unknown members.
 func (t *Tool) UnmarshalJSON(data []byte) error {
-	var f toolFields
-	if err := unmarshal(data, &f); err != nil {
-		return err
-	}
-	extra, err := splitExtra(data, "name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta")
+	f, extra, err := decodeKeepingExtra[toolFields](data, toolKnown)
 	if err != nil {
 		return err
 	}
@@ -39,13 +42,7 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 }
 
 // MarshalJSON implements json.Marshaler, writing unknown members back.
-func (t Tool) MarshalJSON() ([]byte, error) {
-	b, err := marshal(toolFields(t))
-	if err != nil {
-		return nil, err
-	}
-	return appendExtra(b, t.Extra)
-}
+func (t Tool) MarshalJSON() ([]byte, error) { return encodeKeepingExtra(toolFields(t), t.Extra) }
 
 // ListToolsResult is one page of tools/list.
 type ListToolsResult struct {
@@ -159,4 +156,121 @@ func (c *Client) CallTool(ctx context.Context, name string, arguments any, opts 
 		return c.callTool(ctx, name, arguments, &cc)
 	}
 	return c.callTool(ctx, name, arguments, c.callConfig(opts))
+}
+
+// toolCallParams is tools/call's params, with the legacy task request and
+// a progress token the task code routes itself.
+type toolCallParams struct {
+	Meta      map[string]json.RawMessage `json:"_meta,omitempty"`
+	Name      string                     `json:"name"`
+	Arguments any                        `json:"arguments,omitempty"`
+	Task      *taskMetadata              `json:"task,omitempty"`
+}
+
+// callTool is CallTool: a plain call, or a task followed to its end, as
+// the connection's era runs tasks (taskProtocol).
+func (c *Client) callTool(ctx context.Context, name string, arguments any, cc *callConfig) (*CallToolResult, error) {
+	var deadline time.Time
+	if cc.maxTotal > 0 {
+		deadline = time.Now().Add(cc.maxTotal)
+	}
+	return c.dialect.tasks().callTool(ctx, c, toolCall{name: name, arguments: arguments, cc: *cc, deadline: deadline})
+}
+
+// toolCall is one CallTool: the tool, its arguments, the call's
+// configuration and total deadline (zero when none).
+type toolCall struct {
+	name      string
+	arguments any
+	cc        callConfig
+	deadline  time.Time
+}
+
+// handle is the task the caller asked for with WithTask, or nil.
+func (tc toolCall) handle() *Task {
+	if tc.cc.tasks != nil {
+		return tc.cc.tasks.handle
+	}
+	return nil
+}
+
+// withTasks returns a copy of cc whose task configuration is cc's (or
+// empty) changed by f, leaving cc as it was.
+func withTasks(cc *callConfig, f func(*taskCallConfig)) *callConfig {
+	tcc := *cc
+	tc := taskCallConfig{}
+	if cc.tasks != nil {
+		tc = *cc.tasks
+	}
+	f(&tc)
+	tcc.tasks = &tc
+	return &tcc
+}
+
+func toolParams(p toolCallParams) ([]byte, error) {
+	if p.Meta == nil && p.Task == nil {
+		if b, ok := appendToolParams(p.Name, p.Arguments); ok {
+			return b, nil
+		}
+	}
+	return marshalToolParams(p)
+}
+
+// appendToolParams encodes the params of a plain tools/call whose
+// arguments are nil or a map[string]any, as marshal encodes them (with the
+// arguments' keys sorted): see jsoncodec.AppendAny. It reports false for
+// other arguments, or a map holding what AppendAny leaves to the codec.
+func appendToolParams(name string, arguments any) ([]byte, bool) {
+	if arguments != nil {
+		if _, ok := arguments.(map[string]any); !ok {
+			return nil, false
+		}
+	}
+	// Encoded on the stack, then copied once to the heap at its size.
+	var scratch [512]byte
+	b, ok := jsoncodec.AppendAny(append(scratch[:0], `{"name":`...), name)
+	if !ok {
+		return nil, false // not where AppendAny encodes as the codec does
+	}
+	if arguments != nil {
+		b = append(b, `,"arguments":`...)
+		if b, ok = jsoncodec.AppendAny(b, arguments); !ok {
+			return nil, false
+		}
+	}
+	b = append(b, '}')
+	return bytes.Clone(b), true
+}
+
+func marshalToolParams(p toolCallParams) ([]byte, error) {
+	defer firstEncode(reflect.TypeOf(p.Arguments))()
+	b, err := marshal(p)
+	if err != nil {
+		return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for tools/call")
+	}
+	return b, nil
+}
+
+// argsEncoded holds, for each type of tool arguments toolParams has met, a
+// channel closed when its first encode is done.
+var argsEncoded sync.Map // reflect.Type → chan struct{}
+
+// firstEncode makes the first encode of tool arguments of type t run alone:
+// it waits while another caller's first encode of t is under way, and
+// returns the function that ends the caller's own. Sonic generates the
+// code for each type it meets (the arguments' type, and the types of what
+// they hold) under a lock, and an encode takes a 128 KiB stack from sonic's
+// pool before waiting for that lock: callers that meet a new type together
+// each held a stack, 64 callers' first tools/call at once 8 MiB of them.
+func firstEncode(t reflect.Type) (done func()) {
+	if v, ok := argsEncoded.Load(t); ok {
+		<-v.(chan struct{})
+		return func() {}
+	}
+	ch := make(chan struct{})
+	if v, loaded := argsEncoded.LoadOrStore(t, ch); loaded {
+		<-v.(chan struct{})
+		return func() {}
+	}
+	return func() { close(ch) }
 }

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -45,9 +46,9 @@ func TestTraceContextFromSpanInBothEras(t *testing.T) {
 			f *fake
 		)
 		if legacy {
-			c, f = connectLegacy(t, handle, snodo.WithHandler(snodo.MethodElicit, nameHandler))
+			c, f = connectLegacy(t, handle, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
 		} else {
-			c, f = connectModern(t, handle, snodo.WithHandler(snodo.MethodElicit, nameHandler))
+			c, f = connectModern(t, handle, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
 		}
 		if _, err := c.CallTool(spanContext(t), "a", nil); err != nil {
 			t.Fatal(err)

@@ -6,18 +6,19 @@ import "slices"
 // (unless WithClientInfo says otherwise) and what snodo-run prints.
 const Version = "0.1.0"
 
-// Protocol versions Snodo speaks.
+// Protocol versions Snodo speaks (SupportedVersions lists them; a caller
+// names one as a string, for WithProtocolVersion).
 const (
-	Version20241105 = "2024-11-05"
-	Version20250326 = "2025-03-26"
-	Version20250618 = "2025-06-18"
-	Version20251125 = "2025-11-25"
-	Version20260728 = "2026-07-28"
+	version20241105 = "2024-11-05"
+	version20250326 = "2025-03-26"
+	version20250618 = "2025-06-18"
+	version20251125 = "2025-11-25"
+	version20260728 = "2026-07-28"
 )
 
 // latestLegacyVersion is the version offered in an initialize request
 // (SupportedVersions lists every version, newest first).
-const latestLegacyVersion = Version20251125
+const latestLegacyVersion = version20251125
 
 // Era is a family of protocol versions that share how a connection starts.
 type Era int
@@ -50,8 +51,8 @@ func (e Era) String() string {
 // modernVersions and legacyVersions are the versions Snodo speaks, newest
 // first.
 var (
-	modernVersions = []string{Version20260728}
-	legacyVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
+	modernVersions = []string{version20260728}
+	legacyVersions = []string{version20251125, version20250618, version20250326, version20241105}
 )
 
 // SupportedVersions returns the protocol versions Snodo speaks, newest

@@ -17,6 +17,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 	shttp "github.com/snodo/snodo/transport/http"
@@ -309,22 +310,22 @@ func (r *Runner) connect(ctx context.Context) error {
 	// every subscription uses them, whether made through the Runner or
 	// through Client.
 	if m := r.progress; m != nil {
-		opts = append(opts, snodo.WithProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
+		opts = append(opts, clienthook.ProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
 			err := m.ProgressFunc(ctx)(params)
 			if err != nil {
 				r.log.Debug("progress module stopped the call", "module", m.Name(), "error", err)
 			}
 			return err
-		}))
+		}).(snodo.Option))
 	}
 	if m := r.subscriber; m != nil {
-		opts = append(opts, snodo.WithEventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
+		opts = append(opts, clienthook.EventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
 			stop, err := m.ConsumeEvent(ctx, method, params)
 			if stop {
 				r.log.Debug("subscriber module ended the subscription", "module", m.Name())
 			}
 			return stop, err
-		}))
+		}).(snodo.Option))
 	}
 	opts = append(opts, r.cfg.ClientOptions...)
 	c, err := snodo.Connect(ctx, r.transport(), opts...)

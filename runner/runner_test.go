@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -257,7 +258,7 @@ func TestMaxServerRequestsBoundsHandlersOfALegacyServer(t *testing.T) {
 				Server:            Server{Command: os.Args[0], Env: []EnvVar{{Name: helperEnv, Value: "two-asks"}}},
 				Protocol:          "legacy",
 				MaxServerRequests: tc.limit,
-				Native: map[string]snodo.Handler{snodo.MethodElicit: snodo.HandlerFunc(func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+				Native: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
 					if calls.Add(1) == 2 {
 						free()
 					}
@@ -298,7 +299,7 @@ func TestMaxServerRequestsBoundsInputRequestsOfAModernServer(t *testing.T) {
 		Server:            Server{Command: os.Args[0], Env: []EnvVar{{Name: helperEnv, Value: "mrtr-two"}}},
 		Protocol:          "modern",
 		MaxServerRequests: 1,
-		Native: map[string]snodo.Handler{snodo.MethodElicit: snodo.HandlerFunc(func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		Native: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
 			n := running.Add(1)
 			defer running.Add(-1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -428,7 +429,7 @@ func TestSamplingToolsFromTheModuleManifest(t *testing.T) {
 			plain, err := Start(ctx, Config{
 				Server:   Server{Command: demoBin, Args: []string{"--era", era}},
 				Protocol: era,
-				Native: map[string]snodo.Handler{snodo.MethodCreateMessage: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				Native: map[string]snodo.Handler{abi.MethodSamplingCreate: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 					ran.Add(1)
 					return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}`), nil
 				})},

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/internal/proxy"
 	"github.com/snodo/snodo/runner"
 )
@@ -86,13 +87,13 @@ func (a *app) proxyCmd() *cobra.Command {
 			for m, h := range s.runner.Native {
 				native[m] = h
 			}
-			for _, m := range []string{snodo.MethodElicit, snodo.MethodCreateMessage, snodo.MethodListRoots} {
+			for _, m := range []string{abi.MethodElicitationCreate, abi.MethodSamplingCreate, abi.MethodRootsList} {
 				if !covered[m] && native[m] == nil {
 					native[m] = p
 				}
 			}
 			s.runner.Native = native
-			if native[snodo.MethodElicit] == p {
+			if native[abi.MethodElicitationCreate] == p {
 				// The host decides which modes it takes.
 				s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL),
 					snodo.WithElicitationCompleteHook(p.OnElicitationComplete))

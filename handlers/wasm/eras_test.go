@@ -9,6 +9,7 @@ import (
 	"time"
 
 	snodo "github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/transport/stdio"
 )
@@ -46,7 +47,7 @@ func TestSameWasmHandlerAnswersLegacyAndModernServers(t *testing.T) {
 				defer cancel()
 				conn.Wait(wctx)
 			}()
-			c, err := snodo.Connect(ctx, conn, snodo.WithHandler(snodo.MethodElicit, module))
+			c, err := snodo.Connect(ctx, conn, snodo.WithHandler(abi.MethodElicitationCreate, module))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -182,7 +183,7 @@ func TestServerEverythingURLElicitation(t *testing.T) {
 		mu.Unlock()
 		return json.RawMessage(`{"action":"accept"}`), nil
 	})
-	c, err := snodo.Connect(ctx, srv.conn, snodo.WithHandler(snodo.MethodElicit, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL))
+	c, err := snodo.Connect(ctx, srv.conn, snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL))
 	if err != nil {
 		t.Fatal(err)
 	}

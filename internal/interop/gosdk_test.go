@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -173,7 +174,7 @@ func exerciseCommon(t *testing.T, c *snodo.Client) {
 func TestSameNativeHandlerAnswersLegacyAndModernServers(t *testing.T) {
 	for _, role := range []string{"gosdk-legacy", "gosdk-modern"} {
 		srv := startServer(t, role)
-		c, err := snodo.Connect(context.Background(), srv.conn, snodo.WithHandler(snodo.MethodElicit, elicitHandler))
+		c, err := snodo.Connect(context.Background(), srv.conn, snodo.WithHandler(abi.MethodElicitationCreate, elicitHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

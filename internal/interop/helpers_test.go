@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -60,9 +61,9 @@ var rootsHandler = snodo.HandlerFunc(func(context.Context, string, json.RawMessa
 
 func allHandlers() []snodo.Option {
 	return []snodo.Option{
-		snodo.WithHandler(snodo.MethodElicit, elicitHandler),
-		snodo.WithHandler(snodo.MethodCreateMessage, samplingHandler),
-		snodo.WithHandler(snodo.MethodListRoots, rootsHandler),
+		snodo.WithHandler(abi.MethodElicitationCreate, elicitHandler),
+		snodo.WithHandler(abi.MethodSamplingCreate, samplingHandler),
+		snodo.WithHandler(abi.MethodRootsList, rootsHandler),
 		snodo.WithClientInfo(snodo.Implementation{Name: "snodo-interop", Version: "1.0.0"}),
 	}
 }

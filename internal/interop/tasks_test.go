@@ -78,7 +78,7 @@ func TestServerEverythingTasks(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if support != snodo.TaskSupportRequired {
+	if support != "required" {
 		t.Fatalf("simulate-research-query taskSupport %q", support)
 	}
 

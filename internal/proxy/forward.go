@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -26,11 +27,11 @@ type capabilities struct {
 func (c capabilities) declares(method string) bool {
 	present := func(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
 	switch method {
-	case snodo.MethodElicit:
+	case abi.MethodElicitationCreate:
 		return present(c.Elicitation)
-	case snodo.MethodCreateMessage:
+	case abi.MethodSamplingCreate:
 		return present(c.Sampling)
-	case snodo.MethodListRoots:
+	case abi.MethodRootsList:
 		return present(c.Roots)
 	}
 	return false
@@ -38,11 +39,11 @@ func (c capabilities) declares(method string) bool {
 
 func capabilityName(method string) string {
 	switch method {
-	case snodo.MethodElicit:
+	case abi.MethodElicitationCreate:
 		return "elicitation"
-	case snodo.MethodCreateMessage:
+	case abi.MethodSamplingCreate:
 		return "sampling"
-	case snodo.MethodListRoots:
+	case abi.MethodRootsList:
 		return "roots"
 	}
 	return method
@@ -166,7 +167,7 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
-	if method == snodo.MethodElicit {
+	if method == abi.MethodElicitationCreate {
 		p.rememberURLElicitation(params)
 	}
 	p.writeMsg(&jsonrpc.Request{ID: id, Method: method, Params: params})

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -217,16 +218,16 @@ func TestProxyFiltersEverySpellingOfTools(t *testing.T) {
 func TestAuditModule(t *testing.T) {
 	var audit bytes.Buffer
 	p := New(Config{Audit: &audit}, strings.NewReader(""), &bytes.Buffer{})
-	ok := p.AuditModule(snodo.MethodElicit, "policy", snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	ok := p.AuditModule(abi.MethodElicitationCreate, "policy", snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"accept","content":{"secret":"s3cr3t"}}`), nil
 	}))
-	bad := p.AuditModule(snodo.MethodCreateMessage, "sampler", snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	bad := p.AuditModule(abi.MethodSamplingCreate, "sampler", snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no"}
 	}))
-	if _, err := ok.HandleRequest(context.Background(), snodo.MethodElicit, json.RawMessage(`{"message":"password?"}`)); err != nil {
+	if _, err := ok.HandleRequest(context.Background(), abi.MethodElicitationCreate, json.RawMessage(`{"message":"password?"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bad.HandleRequest(context.Background(), snodo.MethodCreateMessage, json.RawMessage(`{}`)); err == nil {
+	if _, err := bad.HandleRequest(context.Background(), abi.MethodSamplingCreate, json.RawMessage(`{}`)); err == nil {
 		t.Fatal("the failing module's error was lost")
 	}
 	lines := strings.Split(strings.TrimSpace(audit.String()), "\n")
@@ -239,7 +240,7 @@ func TestAuditModule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r := recs[0]; r.Direction != DirServerToModule || r.Method != snodo.MethodElicit || r.Module != "policy" || r.Decision != DecisionAllow || r.ErrorCode != 0 {
+	if r := recs[0]; r.Direction != DirServerToModule || r.Method != abi.MethodElicitationCreate || r.Module != "policy" || r.Decision != DecisionAllow || r.ErrorCode != 0 {
 		t.Errorf("module answer audited as %+v", r)
 	}
 	if r := recs[1]; r.Module != "sampler" || r.ErrorCode != jsonrpc.CodeInvalidParams {

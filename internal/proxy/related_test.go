@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	mcphttp "github.com/snodo/snodo/transport/http"
 )
 
@@ -52,7 +53,7 @@ func TestLegacyHTTPServerRequestRidesOnItsOwnCall(t *testing.T) {
 	p := New(Config{}, hostIn, proxyOut)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := snodo.Connect(ctx, tr, snodo.WithEra(snodo.EraLegacy), snodo.WithHandler(snodo.MethodElicit, p))
+	c, err := snodo.Connect(ctx, tr, snodo.WithEra(snodo.EraLegacy), snodo.WithHandler(abi.MethodElicitationCreate, p))
 	if err != nil {
 		t.Fatal(err)
 	}

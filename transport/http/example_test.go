@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	mcphttp "github.com/snodo/snodo/transport/http"
 )
 
@@ -27,7 +28,7 @@ func ExampleNew() {
 		if err != nil {
 			return err
 		}
-		client, err := snodo.Connect(ctx, t, snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(answerForm)))
+		client, err := snodo.Connect(ctx, t, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(answerForm)))
 		if err != nil {
 			t.Close()
 			return err

@@ -22,6 +22,7 @@ import (
 	"os"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/bench/internal/driver"
 	"github.com/snodo/snodo/transport/stdio"
 )
@@ -87,7 +88,7 @@ func dial(ctx context.Context, cfg driver.Config, era snodo.Era, elicit snodo.Ha
 	c, err := snodo.Connect(ctx, t,
 		snodo.WithEra(era),
 		snodo.WithClientInfo(snodo.Implementation{Name: "bench-snodo", Version: "1.0.0"}),
-		snodo.WithHandler(snodo.MethodElicit, elicit))
+		snodo.WithHandler(abi.MethodElicitationCreate, elicit))
 	if err != nil {
 		t.Close()
 		return nil, err

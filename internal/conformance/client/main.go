@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
 	shttp "github.com/snodo/snodo/transport/http"
 	"github.com/snodo/snodo/transport/http/oauth"
@@ -132,10 +133,10 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 	s := &session{context: scCtx, log: log}
 	opts := []snodo.Option{
 		snodo.WithClientInfo(snodo.Implementation{Name: "snodo-conformance", Version: snodo.Version}),
-		snodo.WithHandler(snodo.MethodListRoots, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"roots":[]}`), nil
 		})),
-		snodo.WithHandler(snodo.MethodCreateMessage, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		snodo.WithHandler(abi.MethodSamplingCreate, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"ok"},"model":"snodo-conformance"}`), nil
 		})),
 	}
@@ -155,7 +156,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 		if err != nil {
 			return fmt.Errorf("loading %s: %w", elicitPath, err)
 		}
-		opts = append(opts, snodo.WithHandler(snodo.MethodElicit, snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		opts = append(opts, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			if f := s.takeDuringElicitation(); f != nil {
 				if err := f(ctx); err != nil {
 					return nil, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -36,7 +37,7 @@ func TestInputRoundsOnlyWhereTheSpecAllows(t *testing.T) {
 			}
 		}
 		return result(fc, body.Load().(string))
-	}, snodo.WithHandler(snodo.MethodElicit, counting), snodo.WithHandler("x/custom", counting))
+	}, snodo.WithHandler(abi.MethodElicitationCreate, counting), snodo.WithHandler("x/custom", counting))
 	ctx := context.Background()
 
 	body.Store(input)

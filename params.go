@@ -3,125 +3,13 @@ package snodo
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/snodo/snodo/abi"
 	"slices"
-
-	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/transport"
 )
 
-// Reserved _meta keys of the 2026-07-28 revision.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-	metaProgressToken      = "progressToken"
-)
-
-// dialect builds the requests of one protocol era and version. The client
-// picks one at Connect and keeps it for the connection; transports receive
-// it with each request, as a transport.Dialect (HTTP derives headers from
-// it). Users see its era and version through Client.Era and
-// Client.ProtocolVersion.
-//
-// The modern dialect puts the protocol version, client info and client
-// capabilities (and a log level when asked) in every request's _meta, and
-// reads results by their resultType; the legacy dialect adds nothing per
-// request, since the initialize handshake carried it all.
-type dialect interface {
-	transport.Dialect
-	// Era is EraLegacy or EraModern.
-	Era() Era
-	// ProtocolVersion is the version the dialect speaks.
-	ProtocolVersion() string
-
-	// metaMembers appends the dialect's _meta members for one request;
-	// metaSize is about how many bytes they take, 0 when it appends none.
-	metaMembers(dst []byte, logLevel LogLevel) []byte
-	metaSize() int
-}
-
-type legacyDialect struct{ version string }
-
-func (d legacyDialect) Era() Era                { return EraLegacy }
-func (d legacyDialect) ProtocolVersion() string { return d.version }
-
-// TransportPolicy implements transport.Dialect: after initialize, HTTP
-// carries the negotiated version in MCP-Protocol-Version.
-func (d legacyDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
-	if req.Method == "initialize" {
-		return transport.Policy{}
-	}
-	return transport.Policy{Headers: []transport.Header{{Name: transport.HeaderProtocolVersion, Value: d.version}}}
-}
-
-func (d legacyDialect) metaMembers(dst []byte, _ LogLevel) []byte { return dst }
-func (d legacyDialect) metaSize() int                             { return 0 }
-
-type modernDialect struct {
-	version string
-	// fixed is the _meta members every request carries: version, client
-	// info and capabilities, encoded once.
-	fixed []byte
-}
-
-func newModernDialect(version string, info Implementation, caps json.RawMessage) modernDialect {
-	b := appendMember(nil, metaProtocolVersion, mustMarshal(version))
-	b = append(b, ',')
-	b = appendMember(b, metaClientInfo, mustMarshal(info))
-	b = append(b, ',')
-	b = appendMember(b, metaClientCapabilities, caps)
-	return modernDialect{version: version, fixed: b}
-}
-
-func (d modernDialect) Era() Era                { return EraModern }
-func (d modernDialect) ProtocolVersion() string { return d.version }
-
-// TransportPolicy implements transport.Dialect: HTTP carries the request's
-// version in MCP-Protocol-Version, its method in Mcp-Method, and for
-// tools/call, prompts/get and resources/read the name or URI in Mcp-Name
-// (Base64-encoded when it is not a plain header value); the tasks
-// extension adds its own (tasksExtension). Only a transport with headers
-// calls it, so stdio never parses params for it.
-//
-// See the specification's basic/transports/streamable-http.mdx "Standard
-// Request Headers".
-func (d modernDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
-	hs := make([]transport.Header, 2, 3)
-	hs[0] = transport.Header{Name: transport.HeaderProtocolVersion, Value: d.version}
-	hs[1] = transport.Header{Name: transport.HeaderMethod, Value: transport.EncodeHeaderValue(req.Method)}
-	switch req.Method {
-	case "tools/call", "prompts/get", "resources/read":
-		var p struct {
-			Name *string `json:"name"`
-			URI  *string `json:"uri"`
-		}
-		if unmarshal(req.Params, &p) == nil {
-			name := p.Name
-			if req.Method == "resources/read" {
-				name = p.URI
-			}
-			if name != nil {
-				hs = append(hs, transport.Header{Name: transport.HeaderName, Value: transport.EncodeHeaderValue(*name)})
-			}
-		}
-	}
-	return transport.Policy{Headers: hs}
-}
-
-func (d modernDialect) metaSize() int { return len(d.fixed) + 48 }
-
-func (d modernDialect) metaMembers(dst []byte, logLevel LogLevel) []byte {
-	dst = append(dst, d.fixed...)
-	if logLevel != "" {
-		dst = append(dst, ',')
-		dst = appendMember(dst, metaLogLevel, mustMarshal(string(logLevel)))
-	}
-	return dst
-}
-
+// Building a request's params: the dialect's _meta members, the progress
+// token, trace context and the caller's own _meta, then the method's
+// members; and the client capabilities a request declares.
 func appendMember(dst []byte, key string, value []byte) []byte {
 	if plainKey(key) {
 		dst = append(dst, '"')
@@ -170,7 +58,7 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 		b.WriteString(`"` + name + `":` + value)
 	}
 	switch form, url := c.declaresFormElicitation(), c.declaresURLElicitation(); {
-	case version >= Version20251125:
+	case version >= version20251125:
 		var modes []string
 		if form {
 			modes = append(modes, `"form":{}`)
@@ -181,17 +69,17 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 		if len(modes) > 0 {
 			member("elicitation", "{"+joinComma(modes)+"}")
 		}
-	case version >= Version20250618:
+	case version >= version20250618:
 		// Elicitation came in 2025-06-18, form mode only.
 		if form {
 			member("elicitation", "{}")
 		}
 	}
-	if _, ok := c.handlers[MethodListRoots]; ok {
+	if _, ok := c.handlers[abi.MethodRootsList]; ok {
 		member("roots", "{}")
 	}
-	if _, ok := c.handlers[MethodCreateMessage]; ok {
-		if c.samplingTools && version >= Version20251125 {
+	if _, ok := c.handlers[abi.MethodSamplingCreate]; ok {
+		if c.samplingTools && version >= version20251125 {
 			// Tool use in sampling came in 2025-11-25.
 			member("sampling", `{"tools":{}}`)
 		} else {
@@ -255,10 +143,8 @@ func buildParams(d dialect, cc *callConfig, progressToken []byte, base []byte, t
 		out = append(out, cc.traceMeta...)
 	}
 	if len(userMeta) > 0 {
-		for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
-			if d.Era() == EraModern {
-				delete(userMeta, k)
-			}
+		for _, k := range d.reservedMeta() {
+			delete(userMeta, k)
 		}
 		if cc.logLevel != "" {
 			delete(userMeta, metaLogLevel)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -14,10 +13,11 @@ import (
 	"github.com/snodo/snodo/transport"
 )
 
-// Headers of a transport that carries them (Streamable HTTP): the session
-// of an initialize-era connection, and, in the 2026-07-28 era, the
+// Tool headers (2026-07-28, over a transport that carries headers): the
 // Mcp-Param-{Name} headers that mirror the tool arguments a tool's
-// inputSchema annotates with x-mcp-header.
+// inputSchema annotates with x-mcp-header. The dialect says whether the
+// era has them (mirrorsToolParams); the session's headers are the
+// dialect's own (sessionHeaders).
 //
 // See the specification's basic/transports/streamable-http.mdx "Custom
 // Headers from Tool Parameters" and server/tools.mdx "x-mcp-header".
@@ -62,34 +62,6 @@ func (th *toolHeaders) empty() bool {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	return len(th.tools) == 0
-}
-
-// paramHeaders reports whether the connection mirrors tool arguments into
-// headers: a transport with headers, in the 2026-07-28 era.
-func (c *Client) paramHeaders() bool { return c.headers && c.dialect.Era() == EraModern }
-
-// messageHeaders returns the headers the client adds to a request of
-// method with params on a transport that carries headers: the session ID
-// (initialize era) and the Mcp-Param-{Name} headers of a tools/call
-// (2026-07-28).
-func (c *Client) messageHeaders(method string, params []byte) []transport.Header {
-	if !c.headers {
-		return nil
-	}
-	hs := c.sessionHeaders()
-	if method == "tools/call" && c.paramHeaders() && !c.toolHeaders.empty() {
-		hs = append(hs, c.toolParamHeaders(params)...)
-	}
-	return hs
-}
-
-// sessionHeaders returns the Mcp-Session-Id header of an initialize-era
-// session, if the server issued one.
-func (c *Client) sessionHeaders() []transport.Header {
-	if c.sessionID == "" || c.dialect == nil || c.dialect.Era() != EraLegacy {
-		return nil
-	}
-	return []transport.Header{{Name: transport.HeaderSessionID, Value: c.sessionID}}
 }
 
 // toolParamHeaders returns the Mcp-Param-{Name} headers of a tools/call's
@@ -325,12 +297,4 @@ func (c *Client) refreshToolHeaders(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func (c *Client) warn(msg string, args ...any) {
-	if c.cfg.onWarning != nil {
-		c.cfg.onWarning(msg, args...)
-		return
-	}
-	slog.Warn("snodo: "+msg, args...)
 }
