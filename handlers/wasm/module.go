@@ -88,25 +88,9 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 		e := fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
 		return &escapedError{msg: SanitizeText(e.Error()), err: errors.Unwrap(e)}
 	}
-	wasm := cfg.Wasm
-	if wasm == nil {
-		if cfg.Path == "" {
-			return nil, loadErr("no Path and no Wasm bytes")
-		}
-		b, err := ReadModuleFile(cfg.Path, cfg.MaxModuleBytes)
-		if err != nil {
-			return nil, loadErr("%w", err)
-		}
-		wasm = b
-	} else if limit := moduleCap(cfg.MaxModuleBytes); int64(len(wasm)) > limit {
-		return nil, loadErr("%w", sizeCapError("", int64(len(wasm)), limit))
-	}
-	if cfg.SHA256 != "" {
-		sum := sha256.Sum256(wasm)
-		got := hex.EncodeToString(sum[:])
-		if !strings.EqualFold(got, strings.TrimSpace(cfg.SHA256)) {
-			return nil, loadErr("sha256 mismatch: pinned %s, file has %s; refusing to load", strings.ToLower(cfg.SHA256), got)
-		}
+	wasm, err := readPinned(cfg)
+	if err != nil {
+		return nil, loadErr("%w", err)
 	}
 
 	m := &Module{
@@ -148,40 +132,11 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 	m.logger = h.logger.With("wasm_module", name)
 
-	// Bound what the module names before anything else reads it
-	// (bounds.go), then validate it before instrumenting it
-	// (interrupt.go), so that the instrumenter only ever sees a valid
-	// module.
-	lim := cfg.Limits.withDefaults()
-	sh, err := scanModule(wasm, lim)
+	wasm, linearPages, err := m.prepare(ctx, cfg, wasm, pages)
 	if err != nil {
 		return nil, loadErr("%w", err)
 	}
-	tableElems, err := sh.boundTables(lim.TableElements)
-	if err != nil {
-		return nil, loadErr("%w", err)
-	}
-	m.tableBytes = tableElems * tableElementBytes
-	tablePages := (m.tableBytes + pageSize - 1) / pageSize
-	if tablePages >= pages {
-		return nil, loadErr("its tables take %s (%d elements) of its memory limit of %s, which leaves its memory nothing; raise memory_limit",
-			sizeString(m.tableBytes), tableElems, sizeString(m.memoryLimit))
-	}
-	m.linearLimit = (pages - tablePages) * pageSize
-	if !cfg.Trusted {
-		if err := h.validate(ctx, wasm); err != nil {
-			return nil, loadErr("invalid module: %w", err)
-		}
-		if iw, err := instrument(wasm, sh); err == nil {
-			wasm, m.interruptible = iw, true
-		} else {
-			m.logger.Debug("deadline through wazero's close-on-context-done", "reason", err.Error())
-		}
-	}
-	if !m.interruptible {
-		wasm = withBoundedTables(wasm, sh)
-	}
-	rt, err := h.runtime(ctx, runtimeKey{memoryLimitPages: uint32(pages - tablePages), closeOnDone: !cfg.Trusted && !m.interruptible})
+	rt, err := h.runtime(ctx, runtimeKey{memoryLimitPages: linearPages, closeOnDone: !cfg.Trusted && !m.interruptible})
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +198,70 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	h.modules = append(h.modules, m)
 	h.mu.Unlock()
 	return m, nil
+}
+
+// readPinned returns the module's bytes, read from cfg.Path unless given
+// as cfg.Wasm, within the size cap and matching the sha256 pin.
+func readPinned(cfg ModuleConfig) ([]byte, error) {
+	wasm := cfg.Wasm
+	if wasm == nil {
+		if cfg.Path == "" {
+			return nil, errors.New("no Path and no Wasm bytes")
+		}
+		b, err := ReadModuleFile(cfg.Path, cfg.MaxModuleBytes)
+		if err != nil {
+			return nil, err
+		}
+		wasm = b
+	} else if limit := moduleCap(cfg.MaxModuleBytes); int64(len(wasm)) > limit {
+		return nil, sizeCapError("", int64(len(wasm)), limit)
+	}
+	if cfg.SHA256 != "" {
+		sum := sha256.Sum256(wasm)
+		got := hex.EncodeToString(sum[:])
+		if !strings.EqualFold(got, strings.TrimSpace(cfg.SHA256)) {
+			return nil, fmt.Errorf("sha256 mismatch: pinned %s, file has %s; refusing to load", strings.ToLower(cfg.SHA256), got)
+		}
+	}
+	return wasm, nil
+}
+
+// prepare returns the bytes to compile of wasm, a module of m given pages
+// of memory limit, and the pages its linear memory may use. It bounds what
+// the module names before anything else reads it (bounds.go), then, for an
+// untrusted module, validates it before instrumenting it (interrupt.go),
+// so that the instrumenter only ever sees a valid module.
+func (m *Module) prepare(ctx context.Context, cfg ModuleConfig, wasm []byte, pages int64) ([]byte, uint32, error) {
+	lim := cfg.Limits.withDefaults()
+	sh, err := scanModule(wasm, lim)
+	if err != nil {
+		return nil, 0, err
+	}
+	tableElems, err := sh.boundTables(lim.TableElements)
+	if err != nil {
+		return nil, 0, err
+	}
+	m.tableBytes = tableElems * tableElementBytes
+	tablePages := (m.tableBytes + pageSize - 1) / pageSize
+	if tablePages >= pages {
+		return nil, 0, fmt.Errorf("its tables take %s (%d elements) of its memory limit of %s, which leaves its memory nothing; raise memory_limit",
+			sizeString(m.tableBytes), tableElems, sizeString(m.memoryLimit))
+	}
+	m.linearLimit = (pages - tablePages) * pageSize
+	if !cfg.Trusted {
+		if err := m.host.validate(ctx, wasm); err != nil {
+			return nil, 0, fmt.Errorf("invalid module: %w", err)
+		}
+		if iw, err := instrument(wasm, sh); err == nil {
+			wasm, m.interruptible = iw, true
+		} else {
+			m.logger.Debug("deadline through wazero's close-on-context-done", "reason", err.Error())
+		}
+	}
+	if !m.interruptible {
+		wasm = withBoundedTables(wasm, sh)
+	}
+	return wasm, uint32(pages - tablePages), nil
 }
 
 // sandbox turns grants into a wazero module config. Without grants: no
