@@ -13,7 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // toolArguments completes the arguments of tools call NAME: --arg pairs
@@ -21,7 +21,7 @@ import (
 // checked against the schema. With noValidate the pairs are typed as
 // before any checking existed (a string property takes VALUE as it is,
 // anything else parses as JSON when it can) and nothing is checked.
-func (a *app) toolArguments(ctx context.Context, rt *runner.Runner, name string, args map[string]any, pairs []string, noValidate bool) error {
+func (a *app) toolArguments(ctx context.Context, rt *runtime.Runner, name string, args map[string]any, pairs []string, noValidate bool) error {
 	if noValidate && len(pairs) == 0 {
 		return nil
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,13 +13,13 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // withRunner starts the runner, runs fn, and stops it, whatever
 // happens: the server is shut down in order (stdin closed, SIGTERM, SIGKILL
 // to its process group) even when fn fails or Ctrl-C ends it.
-func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) error {
+func (a *app) withRunner(fn func(ctx context.Context, rt *runtime.Runner) error) error {
 	s := a.settings
 	if s.runner.Server.Command == "" && !s.runner.Server.Remote() {
 		return errNoServer()
@@ -29,7 +29,7 @@ func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) 
 		return err
 	}
 	defer release()
-	rt, err := runner.Start(a.ctx, cfg)
+	rt, err := runtime.Start(a.ctx, cfg)
 	if err != nil {
 		return a.startError(err)
 	}
@@ -49,9 +49,9 @@ func (a *app) withRunner(fn func(ctx context.Context, rt *runner.Runner) error) 
 	return err
 }
 
-// startError classifies a failure of runner.Start.
+// startError classifies a failure of runtime.Start.
 func (a *app) startError(err error) error {
-	var le *runner.LoadError
+	var le *runtime.LoadError
 	switch {
 	case errors.As(err, &le):
 		return moduleErr(err)
@@ -66,7 +66,7 @@ func (a *app) startError(err error) error {
 // blameHandler turns the failure of a call after a handler failed into a
 // handler failure (exit 5): a legacy server answers a handler's -32603 with
 // an error of its own, which would otherwise read as the server's fault.
-func (a *app) blameHandler(rt *runner.Runner, err error) error {
+func (a *app) blameHandler(rt *runtime.Runner, err error) error {
 	if errors.Is(err, snodo.ErrNoHandler) {
 		// A 2026-07-28 server asked for input nobody was configured to give.
 		hint := "give one with --handler FILE.wasm"
@@ -133,7 +133,7 @@ func (a *app) toolsCmd() *cobra.Command {
 		Example: `  snodo-run tools list --output text -- npx -y @modelcontextprotocol/server-everything`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				tools, err := a.allowedTools(ctx, rt)
 				if err != nil {
 					return err
@@ -177,7 +177,7 @@ progress; --no-wait asks for a task and prints it instead (see tasks).`,
 			if err != nil {
 				return err
 			}
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				if err := a.toolArguments(ctx, rt, name, arguments, argPairs, noValidate); err != nil {
 					return err
 				}
@@ -197,7 +197,7 @@ progress; --no-wait asks for a task and prints it instead (see tasks).`,
 	return tools
 }
 
-func (a *app) listTools(ctx context.Context, rt *runner.Runner) ([]*snodo.Tool, error) {
+func (a *app) listTools(ctx context.Context, rt *runtime.Runner) ([]*snodo.Tool, error) {
 	tools := []*snodo.Tool{}
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 		for t, err := range rt.Client().Tools(ctx, opts...) {
@@ -248,7 +248,7 @@ func (a *app) resourcesCmd() *cobra.Command {
 		Example: `  snodo-run resources read demo://greeting/Ada -- ./demo`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				return a.readResource(ctx, rt, args[0])
 			})
 		},
@@ -299,7 +299,7 @@ func (a *app) promptsCmd() *cobra.Command {
 				}
 				arguments[k] = v
 			}
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				return a.getPrompt(ctx, rt, args[0], arguments)
 			})
 		},
@@ -352,7 +352,7 @@ func (a *app) completeCmd() *cobra.Command {
 					p.Context.Arguments[k] = v
 				}
 			}
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				return a.complete(ctx, rt, p)
 			})
 		},
@@ -388,7 +388,7 @@ Without a selection, all three list changes are asked for.`,
 			if !tools && !prompts && !resources && len(uris) == 0 {
 				filter.ToolsListChanged, filter.PromptsListChanged, filter.ResourcesListChanged = true, true, true
 			}
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				ctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				seen := 0
@@ -450,7 +450,7 @@ are answered by the handlers and the request retried, as for typed commands.`,
 			if err := a.guardRawCall(method, p); err != nil {
 				return err
 			}
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				return a.rawRequest(ctx, rt, method, p)
 			})
 		},
@@ -482,7 +482,7 @@ what is missing or wrong, with exit code 5.`,
 			if err != nil {
 				return err
 			}
-			rep, err := runner.CheckModule(a.ctx, mc, a.settings.runner.CacheDir)
+			rep, err := runtime.CheckModule(a.ctx, mc, a.settings.runner.CacheDir)
 			if err != nil {
 				if a.ctx.Err() != nil {
 					return interruptedCall(a.ctx, err)
@@ -521,12 +521,12 @@ consumer's request to cancel, are reported as errors with exit code 5.
 			if err != nil {
 				return err
 			}
-			res, err := runner.TestModule(a.ctx, mc, a.settings.runner.CacheDir, method, raw)
+			res, err := runtime.TestModule(a.ctx, mc, a.settings.runner.CacheDir, method, raw)
 			if err != nil {
 				if a.ctx.Err() != nil {
 					return interruptedCall(a.ctx, err)
 				}
-				var le *runner.LoadError
+				var le *runtime.LoadError
 				if !errors.As(err, &le) && !isJSONRPC(err) {
 					return usageErr("%v", err)
 				}
@@ -543,7 +543,7 @@ consumer's request to cancel, are reported as errors with exit code 5.
 
 // moduleFor is the module config of a file given on the command line,
 // with its settings from the config file and --handler-config.
-func (a *app) moduleFor(path string) (runner.ModuleConfig, error) {
+func (a *app) moduleFor(path string) (runtime.ModuleConfig, error) {
 	for _, h := range a.settings.runner.Handlers {
 		if h.Path == path {
 			return h.ModuleConfig, nil
@@ -551,19 +551,19 @@ func (a *app) moduleFor(path string) (runner.ModuleConfig, error) {
 	}
 	v, err := newViper(a.root.PersistentFlags())
 	if err != nil {
-		return runner.ModuleConfig{}, err
+		return runtime.ModuleConfig{}, err
 	}
 	_, fc, err := readConfigFile(v, a.configFlag)
 	if err != nil {
-		return runner.ModuleConfig{}, err
+		return runtime.ModuleConfig{}, err
 	}
-	rc := runner.Config{}
+	rc := runtime.Config{}
 	v.Set(keyHandler, []string{path})
 	v.Set(keyProgress, "")
 	v.Set(keySubscriber, "")
 	allowTrusted, _ := a.root.PersistentFlags().GetBool("allow-trusted")
 	if err := resolveModules(v, fc, &rc, allowTrusted); err != nil {
-		return runner.ModuleConfig{}, err
+		return runtime.ModuleConfig{}, err
 	}
 	return rc.Handlers[0].ModuleConfig, nil
 }
@@ -582,7 +582,7 @@ func (a *app) versionCmd() *cobra.Command {
 				Go        string   `json:"go"`
 				Protocols []string `json:"protocolVersions"`
 				ABI       int      `json:"handlerABI"`
-			}{version, runtime.Version(), snodo.SupportedVersions(), abi.Version}
+			}{version, goruntime.Version(), snodo.SupportedVersions(), abi.Version}
 			if a.settings == nil {
 				a.settings = &settings{output: "json"}
 				if f := cmd.Flags().Lookup("output"); f != nil {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 	"github.com/snodo/snodo/transport"
 )
 
@@ -76,7 +76,7 @@ func (a *app) connectError(err error) error {
 		}
 	}
 	switch {
-	case errors.Is(err, runner.ErrConnectTimeout):
+	case errors.Is(err, runtime.ErrConnectTimeout):
 		return &cliError{code: exitTimeout, kind: "transport",
 			err: fmt.Errorf("%w; give the server longer with --connect-timeout (now %v)", err, a.settings.runner.ConnectTimeout)}
 	case errors.As(err, &je) && je.Kind == jsonrpc.KindServer && je.Code == jsonrpc.CodeMethodNotFound && forcedModern(a.settings.runner.Protocol):

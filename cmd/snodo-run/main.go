@@ -20,12 +20,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 func main() {
 	// The init of the server's PID namespace is snodo-run run again.
-	runner.Init()
+	runtime.Init()
 	memoryDefaults()
 	stdin, restore := pollableStdin(os.Stdin)
 	restoreStdin = restore // before a signal's exit may call it
@@ -128,7 +128,7 @@ func onSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, stderr *ga
 	}
 	exiting.Lock() // never unlocked: the process ends here
 	w := stderr.close()
-	runner.KillAll()
+	runtime.KillAll()
 	code := signalExitCode(sig)
 	reportError(w, &cliError{code: code, kind: "interrupted", err: err})
 	restoreStdin()
@@ -144,7 +144,7 @@ var stopBound atomic.Int64
 const stopMargin = 2 * time.Second
 
 func init() {
-	stopBound.Store(int64(closeTimeout(runner.DefaultShutdownGrace, runner.DefaultConnectTimeout) + stopMargin))
+	stopBound.Store(int64(closeTimeout(runtime.DefaultShutdownGrace, runtime.DefaultConnectTimeout) + stopMargin))
 }
 
 // signalExitCode is the shell's convention: 128 + the signal's number.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/internal/redact"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 	mcphttp "github.com/snodo/snodo/transport/http"
 	"github.com/snodo/snodo/transport/http/oauth"
 )
@@ -36,7 +36,7 @@ var errAuthTimeout = errors.New("auth timeout")
 // --connect-timeout or the handshake's request timeouts.
 //
 // release closes the redirect listener and the client's idle connections.
-func (a *app) withOAuth(cfg runner.Config) (_ runner.Config, release func(), err error) {
+func (a *app) withOAuth(cfg runtime.Config) (_ runtime.Config, release func(), err error) {
 	srv := cfg.Server
 	if !srv.Remote() || srv.HTTPClient != nil || srv.Header.Get("Authorization") != "" {
 		return cfg, func() {}, nil

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // The operations behind the commands, shared by the one-shot commands and
@@ -14,7 +14,7 @@ import (
 
 // callTool calls the tool name with arguments (already checked) and prints
 // the result; a result with isError set is exit 1.
-func (a *app) callTool(ctx context.Context, rt *runner.Runner, name string, arguments map[string]any) error {
+func (a *app) callTool(ctx context.Context, rt *runtime.Runner, name string, arguments map[string]any) error {
 	var res *snodo.CallToolResult
 	show := a.progressDisplay()
 	status := a.taskStatusDisplay() // a tool the server runs as a task
@@ -36,7 +36,7 @@ func (a *app) callTool(ctx context.Context, rt *runner.Runner, name string, argu
 }
 
 // printResources prints every page of resources/list.
-func (a *app) printResources(ctx context.Context, rt *runner.Runner) error {
+func (a *app) printResources(ctx context.Context, rt *runtime.Runner) error {
 	out := resourceList{Resources: []*snodo.Resource{}}
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 		for r, err := range rt.Client().Resources(ctx, opts...) {
@@ -54,7 +54,7 @@ func (a *app) printResources(ctx context.Context, rt *runner.Runner) error {
 }
 
 // printTemplates prints every page of resources/templates/list.
-func (a *app) printTemplates(ctx context.Context, rt *runner.Runner) error {
+func (a *app) printTemplates(ctx context.Context, rt *runtime.Runner) error {
 	out := templateList{ResourceTemplates: []*snodo.ResourceTemplate{}}
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 		for r, err := range rt.Client().ResourceTemplates(ctx, opts...) {
@@ -72,7 +72,7 @@ func (a *app) printTemplates(ctx context.Context, rt *runner.Runner) error {
 }
 
 // readResource reads uri and prints it.
-func (a *app) readResource(ctx context.Context, rt *runner.Runner, uri string) error {
+func (a *app) readResource(ctx context.Context, rt *runtime.Runner, uri string) error {
 	var res *snodo.ReadResourceResult
 	err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 		res, err = rt.Client().ReadResource(ctx, uri, opts...)
@@ -86,7 +86,7 @@ func (a *app) readResource(ctx context.Context, rt *runner.Runner, uri string) e
 }
 
 // printPrompts prints every page of prompts/list.
-func (a *app) printPrompts(ctx context.Context, rt *runner.Runner) error {
+func (a *app) printPrompts(ctx context.Context, rt *runtime.Runner) error {
 	out := promptList{Prompts: []*snodo.Prompt{}}
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 		for p, err := range rt.Client().Prompts(ctx, opts...) {
@@ -104,7 +104,7 @@ func (a *app) printPrompts(ctx context.Context, rt *runner.Runner) error {
 }
 
 // getPrompt gets the prompt name with arguments and prints it.
-func (a *app) getPrompt(ctx context.Context, rt *runner.Runner, name string, arguments map[string]string) error {
+func (a *app) getPrompt(ctx context.Context, rt *runtime.Runner, name string, arguments map[string]string) error {
 	var res *snodo.GetPromptResult
 	err := rt.Call(ctx, a.progressDisplay(), func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 		res, err = rt.Client().GetPrompt(ctx, name, arguments, opts...)
@@ -119,7 +119,7 @@ func (a *app) getPrompt(ctx context.Context, rt *runner.Runner, name string, arg
 
 // printDiscover prints what the connection knows of the server, asking
 // server/discover again in the 2026-07-28 era.
-func (a *app) printDiscover(ctx context.Context, rt *runner.Runner) error {
+func (a *app) printDiscover(ctx context.Context, rt *runtime.Runner) error {
 	c := rt.Client()
 	out := discoverOutput{
 		ProtocolVersion: c.ProtocolVersion(), Era: c.Era().String(),
@@ -143,7 +143,7 @@ func (a *app) printDiscover(ctx context.Context, rt *runner.Runner) error {
 }
 
 // allowedTools lists the server's tools that the guard allows.
-func (a *app) allowedTools(ctx context.Context, rt *runner.Runner) ([]*snodo.Tool, error) {
+func (a *app) allowedTools(ctx context.Context, rt *runtime.Runner) ([]*snodo.Tool, error) {
 	tools, err := a.listTools(ctx, rt)
 	if err != nil {
 		return nil, err
@@ -158,7 +158,7 @@ func (a *app) allowedTools(ctx context.Context, rt *runner.Runner) ([]*snodo.Too
 }
 
 // complete asks for the completions of p's argument and prints them.
-func (a *app) complete(ctx context.Context, rt *runner.Runner, p snodo.CompleteParams) error {
+func (a *app) complete(ctx context.Context, rt *runtime.Runner, p snodo.CompleteParams) error {
 	var res *snodo.CompleteResult
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 		res, err = rt.Client().Complete(ctx, p, opts...)
@@ -172,7 +172,7 @@ func (a *app) complete(ctx context.Context, rt *runner.Runner, p snodo.CompleteP
 
 // rawRequest sends method with params (already guarded) and prints the
 // result; a tools/list result goes through the guard.
-func (a *app) rawRequest(ctx context.Context, rt *runner.Runner, method string, params map[string]any) error {
+func (a *app) rawRequest(ctx context.Context, rt *runtime.Runner, method string, params map[string]any) error {
 	var raw json.RawMessage
 	if len(params) > 0 {
 		raw, _ = json.Marshal(params)

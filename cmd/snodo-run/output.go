@@ -11,7 +11,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/internal/safetext"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // print writes v to stdout in the chosen format.
@@ -177,7 +177,7 @@ func renderText(w io.Writer, v any) error {
 			fmt.Fprintf(w, "instructions: %s\n", v.Instructions)
 		}
 		return nil
-	case *runner.ModuleReport:
+	case *runtime.ModuleReport:
 		fmt.Fprintf(w, "%s (%s, %d bytes, sha256 %s)\n", v.Name, v.Path, v.Size, v.SHA256)
 		fmt.Fprintf(w, "ABI version %d\n", v.Manifest.ABI)
 		if len(v.Manifest.Methods) > 0 {

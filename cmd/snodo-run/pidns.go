@@ -1,12 +1,12 @@
 package main
 
 import (
-	"runtime"
+	goruntime "runtime"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // keyNoPIDNamespace turns off the server's PID namespace on Linux.
@@ -17,12 +17,12 @@ func addPIDNamespaceFlag(f *pflag.FlagSet) {
 }
 
 // pidNamespace is the server's PID namespace: on Linux, unless turned off,
-// under snodo-run itself as init (see runner.Init in main), falling back to
+// under snodo-run itself as init (see runtime.Init in main), falling back to
 // the process group, /proc walk and subreaper where the kernel refuses one.
-func pidNamespace(v *viper.Viper) *runner.PIDNamespace {
-	if runtime.GOOS != "linux" || v.GetBool(keyNoPIDNamespace) {
+func pidNamespace(v *viper.Viper) *runtime.PIDNamespace {
+	if goruntime.GOOS != "linux" || v.GetBool(keyNoPIDNamespace) {
 		return nil
 	}
 	// This very binary, even if it was replaced or removed since it started.
-	return &runner.PIDNamespace{Init: "/proc/self/exe", Fallback: true}
+	return &runtime.PIDNamespace{Init: "/proc/self/exe", Fallback: true}
 }

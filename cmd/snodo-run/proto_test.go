@@ -116,7 +116,7 @@ func TestURLElicitationsRequiredArePrinted(t *testing.T) {
 // handlers check says when a module declares sampling with tools.
 func TestHandlersCheckShowsSamplingTools(t *testing.T) {
 	mod := filepath.Join(t.TempDir(), "samplingtools.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", mod, "../../runner/testdata/samplingtools")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", mod, "../../runtime/testdata/samplingtools")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -10,7 +10,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/internal/proxy"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 const proxyLong = `proxy speaks MCP on its own stdin and stdout to a host (a desktop app, an
@@ -100,7 +100,7 @@ func (a *app) proxyCmd() *cobra.Command {
 			}
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
 			s.runner.WrapModule = p.AuditModule
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				a.logger.Debug("proxy serving", "era", rt.Client().Era(), "version", rt.Client().ProtocolVersion(), "forwarded", forwardedMethods(native, p))
 				return p.Serve(ctx, rt.Client())
 			})
@@ -119,7 +119,7 @@ func (a *app) wasmMethods() (map[string]bool, error) {
 	for _, h := range a.settings.runner.Handlers {
 		methods := h.Methods
 		if len(methods) == 0 {
-			rep, err := runner.CheckModule(a.ctx, h.ModuleConfig, a.settings.runner.CacheDir)
+			rep, err := runtime.CheckModule(a.ctx, h.ModuleConfig, a.settings.runner.CacheDir)
 			if err != nil {
 				return nil, moduleErr(err)
 			}

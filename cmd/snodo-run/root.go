@@ -15,7 +15,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; empty,
@@ -150,11 +150,11 @@ func (a *app) newRoot() *cobra.Command {
 	f.StringArray("handler-config", nil, "`[MODULE=]JSON|@FILE` configuration of the handler modules (MODULE: a module's file name without .wasm); repeatable")
 	f.String("progress", "", "`FILE.wasm` consumes progress notifications (takes precedence over the progress display)")
 	f.String("subscriber", "", "`FILE.wasm` consumes the events of listen")
-	f.Int("max-server-requests", runner.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
+	f.Int("max-server-requests", runtime.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
 	f.Int("max-line-bytes", jsonrpc.DefaultMaxLineBytes, "longest line accepted from the server")
 	f.Duration("timeout", 60*time.Second, "request timeout, a Go duration (30s, 2m)")
 	f.Duration("task-timeout", defaultTaskTimeout, "bound on waiting for a task (tools call, tasks result), a Go duration; 0: none")
-	f.Duration("connect-timeout", runner.DefaultConnectTimeout, "bound on connecting (server/discover probe, initialize handshake) and on shutting the server down")
+	f.Duration("connect-timeout", runtime.DefaultConnectTimeout, "bound on connecting (server/discover probe, initialize handshake) and on shutting the server down")
 	f.Duration("auth-timeout", defaultAuthTimeout, "bound on an OAuth authorization of a --url server, the login in the browser included (it happens before connecting, outside --connect-timeout)")
 	f.String("protocol", "auto", "protocol: auto, legacy, modern, or a version such as 2025-06-18")
 	f.StringArray("env", nil, "`K=V` set in the server's environment; repeatable")
@@ -163,7 +163,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.String("output-file", "", "write the result to `FILE` (replaced whole, once the command has printed) instead of stdout")
 	f.BoolP("verbose", "v", false, "structured logs (log/slog) and progress lines on stderr")
 	f.Bool("server-stderr", false, "show the server's stderr, control and invisible characters escaped (hidden by default; its tail is shown when it fails)")
-	f.Duration("shutdown-grace", runner.DefaultShutdownGrace, "how long the server has to exit after stdin closes, and again after SIGTERM")
+	f.Duration("shutdown-grace", runtime.DefaultShutdownGrace, "how long the server has to exit after stdin closes, and again after SIGTERM")
 	f.String("cache-dir", "", "compilation cache of Wasm modules; default the user cache dir")
 	f.StringArray("allow-tool", nil, "guard: only tools whose name matches this `PATTERN` (shell glob) may be listed or called; repeatable")
 	f.StringArray("deny-tool", nil, "guard: tools whose name matches this `PATTERN` may not be listed or called; repeatable")
@@ -271,6 +271,6 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 // isRuntimeError reports whether err came from the runtime or the client
 // rather than from cobra's parsing.
 func isRuntimeError(err error) bool {
-	var le *runner.LoadError
+	var le *runtime.LoadError
 	return errors.As(err, &le) || errors.Is(err, context.Canceled) || isJSONRPC(err)
 }

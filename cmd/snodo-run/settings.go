@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
@@ -22,7 +22,7 @@ import (
 	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // Settings keys. Each is a config-file key, a SNODO_ environment variable
@@ -75,7 +75,7 @@ const configFileName = "snodo"
 
 // settings is the resolved configuration of one snodo-run invocation.
 type settings struct {
-	runner runner.Config
+	runner runtime.Config
 	output string
 	// taskTimeout bounds the wait for a task (0: none).
 	taskTimeout time.Duration
@@ -159,15 +159,15 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetEnvPrefix("SNODO")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
-	v.SetDefault(keyMaxServerRequests, runner.DefaultMaxServerRequests)
+	v.SetDefault(keyMaxServerRequests, runtime.DefaultMaxServerRequests)
 	v.SetDefault(keyMaxLineBytes, jsonrpc.DefaultMaxLineBytes)
 	v.SetDefault(keyTimeout, "60s")
-	v.SetDefault(keyConnectTimeout, runner.DefaultConnectTimeout.String())
+	v.SetDefault(keyConnectTimeout, runtime.DefaultConnectTimeout.String())
 	v.SetDefault(keyAuthTimeout, defaultAuthTimeout.String())
 	v.SetDefault(keyTaskTimeout, defaultTaskTimeout.String())
 	v.SetDefault(keyProtocol, "auto")
 	v.SetDefault(keyOutput, "json")
-	v.SetDefault(keyShutdownGrace, runner.DefaultShutdownGrace.String())
+	v.SetDefault(keyShutdownGrace, runtime.DefaultShutdownGrace.String())
 	if f := flags.Lookup("header"); f != nil && f.Changed {
 		v.Set(keyHeaderFromFlag, true)
 	}
@@ -343,12 +343,12 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 		return nil, usageErr("max_line_bytes must be at least 1024, not %q", v.GetString(keyMaxLineBytes))
 	}
 	rc.Protocol = v.GetString(keyProtocol)
-	if err := runner.CheckProtocol(rc.Protocol); err != nil {
+	if err := runtime.CheckProtocol(rc.Protocol); err != nil {
 		return nil, usageErr("%v", err)
 	}
 	rc.CacheDir = v.GetString(keyCacheDir)
 	// Modules compile in a child process, snodo-run run again (main calls
-	// runner.Init), within wasm's default bounds.
+	// runtime.Init), within wasm's default bounds.
 	rc.CompileIn = &wasm.ChildCompile{}
 
 	if err := resolveServer(v, fc, serverArgv, &rc.Server); err != nil {
@@ -359,7 +359,7 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 	}
 	// snodo-run starts no other process than the server: every orphan
 	// reparented to it is one of the server's descendants.
-	rc.Subreaper = runtime.GOOS == "linux"
+	rc.Subreaper = goruntime.GOOS == "linux"
 	rc.PIDNamespace = pidNamespace(v)
 	return s, nil
 }
@@ -376,7 +376,7 @@ func duration(v *viper.Viper, key string) (time.Duration, error) {
 // resolveServer picks the server: the command after --, else --url (or
 // SNODO_SERVER_URL), else --server NAME from the config file's mcpServers,
 // else server.url or server.command of the config file.
-func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Server) error {
+func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Server) error {
 	name := v.GetString(keyServerName)
 	url := v.GetString(keyServerURL)
 	urlFrom := ""
@@ -422,7 +422,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 		srv.Dir = v.GetString(keyServerCd)
 	}
 	if srv.Remote() {
-		if err := runner.CheckURL(srv.URL); err != nil {
+		if err := runtime.CheckURL(srv.URL); err != nil {
 			return usageErr("%v", err)
 		}
 		if !fromEntry { // an entry has headers of its own
@@ -459,7 +459,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 		if !ok || k == "" {
 			return usageErr("--env wants K=V, not %q", kv)
 		}
-		srv.Env = append(srv.Env, runner.EnvVar{Name: k, Value: val})
+		srv.Env = append(srv.Env, runtime.EnvVar{Name: k, Value: val})
 	}
 	if cd := v.GetString(keyCd); cd != "" {
 		srv.Dir = cd
@@ -472,7 +472,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runner.Ser
 var httpTypes = []string{"http", "streamable-http", "streamableHttp", "streamable_http"}
 
 // resolve makes the server of the mcpServers entry name.
-func (e mcpServer) resolve(name string, srv *runner.Server) error {
+func (e mcpServer) resolve(name string, srv *runtime.Server) error {
 	if e.Disabled {
 		return configErr("mcpServers.%s is disabled (\"disabled\": true in the config file): enable it there, or pick another server", name)
 	}
@@ -495,7 +495,7 @@ func (e mcpServer) resolve(name string, srv *runner.Server) error {
 	case urls > 0 && (e.Command != "" || len(e.Args) > 0 || len(e.Env) > 0 || e.Cwd != ""):
 		return configErr("mcpServers.%s has both a url and a command (or args, env, cwd): give one or the other", name)
 	case urls > 0:
-		if err := runner.CheckURL(srv.URL); err != nil {
+		if err := runtime.CheckURL(srv.URL); err != nil {
 			return configErr("mcpServers.%s: %v", name, err)
 		}
 		return addHeaders(srv, e.Headers, "mcpServers."+name+".headers")
@@ -513,14 +513,14 @@ func (e mcpServer) resolve(name string, srv *runner.Server) error {
 
 // addHeaders adds headers to a remote server, each checked; a name given
 // again replaces the earlier value (flags come after the config file).
-func addHeaders(srv *runner.Server, headers map[string]string, from string) error {
+func addHeaders(srv *runtime.Server, headers map[string]string, from string) error {
 	names := make([]string, 0, len(headers))
 	for n := range headers {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		if err := runner.CheckHeader(n, headers[n]); err != nil {
+		if err := runtime.CheckHeader(n, headers[n]); err != nil {
 			return usageErr("%s: %v", from, err)
 		}
 		if srv.Header == nil {
@@ -555,16 +555,16 @@ const headerFromFile = "header in the config file"
 
 // envVars turns an env map (a null value unsets) into changes, sorted by
 // name so that runs are reproducible.
-func envVars(m map[string]*string) []runner.EnvVar {
-	out := make([]runner.EnvVar, 0, len(m))
+func envVars(m map[string]*string) []runtime.EnvVar {
+	out := make([]runtime.EnvVar, 0, len(m))
 	for k, val := range m {
 		if val == nil {
-			out = append(out, runner.EnvVar{Name: k, Unset: true})
+			out = append(out, runtime.EnvVar{Name: k, Unset: true})
 		} else {
-			out = append(out, runner.EnvVar{Name: k, Value: *val})
+			out = append(out, runtime.EnvVar{Name: k, Value: *val})
 		}
 	}
-	slices.SortFunc(out, func(a, b runner.EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b runtime.EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -572,7 +572,7 @@ func envVars(m map[string]*string) []runner.EnvVar {
 // handler ([METHOD=]FILE…), progress, subscriber, handler_config and the
 // config file's modules map. A module the config file marks trusted is an
 // error unless allowTrusted (--allow-trusted).
-func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config, allowTrusted bool) error {
+func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config, allowTrusted bool) error {
 	configs := map[string]json.RawMessage{} // by module name; "" for all
 	for _, hc := range v.GetStringSlice(keyHandlerConfig) {
 		name, value := "", hc
@@ -585,9 +585,9 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config, allowTrust
 		}
 		configs[name] = raw
 	}
-	module := func(path string) (runner.ModuleConfig, []string, error) {
+	module := func(path string) (runtime.ModuleConfig, []string, error) {
 		name := wasm.ModuleName(wasm.ModuleConfig{Path: path})
-		mc := runner.ModuleConfig{Name: name, Path: path}
+		mc := runtime.ModuleConfig{Name: name, Path: path}
 		ms, ok := fc.Modules[name]
 		var methods []string
 		if ok {
@@ -608,7 +608,7 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config, allowTrust
 				if m.Host == "" {
 					return mc, nil, configErr("modules.%s.grants.mounts: a mount needs host", name)
 				}
-				mc.Grants.Mounts = append(mc.Grants.Mounts, runner.Mount{HostDir: m.Host, GuestPath: m.Guest, ReadOnly: m.ReadOnly})
+				mc.Grants.Mounts = append(mc.Grants.Mounts, runtime.Mount{HostDir: m.Host, GuestPath: m.Guest, ReadOnly: m.ReadOnly})
 			}
 			mc.Grants.Env, mc.Grants.Clock, mc.Grants.Random = ms.Grants.Env, ms.Grants.Clock, ms.Grants.Random
 			methods = ms.Methods
@@ -636,7 +636,7 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runner.Config, allowTrust
 		if methods == nil {
 			methods = declared
 		}
-		rc.Handlers = append(rc.Handlers, runner.HandlerModule{ModuleConfig: mc, Methods: methods})
+		rc.Handlers = append(rc.Handlers, runtime.HandlerModule{ModuleConfig: mc, Methods: methods})
 	}
 	if p := v.GetString(keyProgress); p != "" {
 		mc, _, err := module(p)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 const shellLong = `shell starts the server once, loads the Wasm handler modules once, and
@@ -95,7 +95,7 @@ func (a *app) shellCmd() *cobra.Command {
 // background subscription and the completion names.
 type shell struct {
 	a           *app
-	rt          *runner.Runner
+	rt          *runtime.Runner
 	base        context.Context // the session's; calls derive theirs from it
 	interactive bool
 	rl          *readline.Instance // nil in script mode
@@ -138,7 +138,7 @@ func (a *app) runShell(historyFile string) (err error) {
 		return err
 	}
 	defer release()
-	rt, err := runner.Start(a.ctx, cfg)
+	rt, err := runtime.Start(a.ctx, cfg)
 	if err != nil {
 		return a.startError(err)
 	}

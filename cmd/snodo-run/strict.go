@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/snodo/snodo/handlers/wasm"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // Strict configuration: a key of the config file, or a SNODO_ environment
@@ -305,7 +305,7 @@ func checkEnv(environ []string) []keyProblem {
 // module this run loads: its settings, among them its sha256 pin, would
 // silently not apply. also are module files named on the command line
 // (handlers check and test).
-func (t *configTree) checkModules(rc *runner.Config, also ...string) error {
+func (t *configTree) checkModules(rc *runtime.Config, also ...string) error {
 	if t == nil || t.root == nil {
 		return nil
 	}

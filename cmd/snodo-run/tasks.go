@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/runner"
+	"github.com/snodo/snodo/runtime"
 )
 
 // ---- tasks
@@ -61,7 +61,7 @@ func (a *app) tasksCmd() *cobra.Command {
 		Example: `  snodo-run tasks get 786512e2-9e0d-44bd-8f29-789f320fe840 -- ./server`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				return a.getTask(ctx, rt, args[0])
 			})
 		},
@@ -72,7 +72,7 @@ func (a *app) tasksCmd() *cobra.Command {
 		Example: `  snodo-run --handler elicit.wasm tasks result 786512e2-9e0d-44bd-8f29-789f320fe840 -- ./server`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				return a.waitTask(ctx, rt, args[0])
 			})
 		},
@@ -83,7 +83,7 @@ func (a *app) tasksCmd() *cobra.Command {
 		Example: `  snodo-run tasks cancel 786512e2-9e0d-44bd-8f29-789f320fe840 -- ./server`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withRunner(func(ctx context.Context, rt *runner.Runner) error {
+			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				return a.cancelTask(ctx, rt, args[0])
 			})
 		},
@@ -155,7 +155,7 @@ func (t *taskOutput) line(w io.Writer) {
 }
 
 // printTasks prints every page of tasks/list.
-func (a *app) printTasks(ctx context.Context, rt *runner.Runner) error {
+func (a *app) printTasks(ctx context.Context, rt *runtime.Runner) error {
 	out := taskList{Tasks: []*taskOutput{}}
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) error {
 		for t, err := range rt.Client().Tasks(ctx, opts...) {
@@ -173,7 +173,7 @@ func (a *app) printTasks(ctx context.Context, rt *runner.Runner) error {
 }
 
 // getTask prints the state of task id.
-func (a *app) getTask(ctx context.Context, rt *runner.Runner, id string) error {
+func (a *app) getTask(ctx context.Context, rt *runtime.Runner, id string) error {
 	var t *snodo.Task
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 		t, err = rt.Client().GetTask(ctx, id, opts...)
@@ -186,7 +186,7 @@ func (a *app) getTask(ctx context.Context, rt *runner.Runner, id string) error {
 }
 
 // cancelTask cancels task id and prints what the server answered.
-func (a *app) cancelTask(ctx context.Context, rt *runner.Runner, id string) error {
+func (a *app) cancelTask(ctx context.Context, rt *runtime.Runner, id string) error {
 	var t *snodo.Task
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 		t, err = rt.Client().CancelTask(ctx, id, opts...)
@@ -200,7 +200,7 @@ func (a *app) cancelTask(ctx context.Context, rt *runner.Runner, id string) erro
 
 // waitTask waits for task id to end, with the progress display, and
 // prints its result as tools call does.
-func (a *app) waitTask(ctx context.Context, rt *runner.Runner, id string) error {
+func (a *app) waitTask(ctx context.Context, rt *runtime.Runner, id string) error {
 	var res *snodo.CallToolResult
 	show := a.progressDisplay()
 	status := a.taskStatusDisplay()
@@ -273,7 +273,7 @@ func (v *progressView) showStatus(f *os.File, t snodo.Task) {
 
 // startTask calls the tool name as a task and prints the task; a server
 // that answers at once gets its result printed, as tools call does.
-func (a *app) startTask(ctx context.Context, rt *runner.Runner, name string, arguments map[string]any) error {
+func (a *app) startTask(ctx context.Context, rt *runtime.Runner, name string, arguments map[string]any) error {
 	var res *snodo.CallToolResult
 	var t snodo.Task
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {

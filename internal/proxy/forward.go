@@ -92,7 +92,7 @@ func (p *Proxy) HandleRequest(ctx context.Context, method string, params json.Ra
 // that each server request it answers is written to the audit log as
 // forwarded ones are: method, module, duration, the JSON-RPC error code
 // of a failure, and nothing of the request or answer. Give it to the
-// runner (runner.Config.WrapModule).
+// runtime (runtime.Config.WrapModule).
 func (p *Proxy) AuditModule(method, module string, h snodo.Handler) snodo.Handler {
 	return snodo.HandlerFunc(func(ctx context.Context, m string, params json.RawMessage) (json.RawMessage, error) {
 		started := time.Now()

@@ -1,4 +1,4 @@
-// Package runner assembles one running MCP client from one Config value:
+// Package runtime assembles one running MCP client from one Config value:
 // the server process, started as the leader of its own process group, and
 // its stdio connection; the client, speaking the era Config.Protocol asks
 // for (probing by default); the Wasm handler modules answering what the
@@ -7,9 +7,9 @@
 // Config.MaxServerRequests, shared by the requests a legacy server sends
 // and the input requests of a 2026-07-28 server.
 //
-//	rt, err := runner.Start(ctx, runner.Config{
-//		Server:   runner.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
-//		Handlers: []runner.HandlerModule{{ModuleConfig: runner.ModuleConfig{Path: "elicit-policy.wasm"}}},
+//	rt, err := runtime.Start(ctx, runtime.Config{
+//		Server:   runtime.Server{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
+//		Handlers: []runtime.HandlerModule{{ModuleConfig: runtime.ModuleConfig{Path: "elicit-policy.wasm"}}},
 //	})
 //	if err != nil {
 //		return err
@@ -28,4 +28,14 @@
 // no process; Close ends the server's session.
 //
 // The snodo-run command is a thin layer over this package.
-package runner
+//
+// Its name is the standard library's too: a file that needs both imports
+// the standard library's under another name, as Kubernetes does beside
+// k8s.io/apimachinery/pkg/runtime:
+//
+//	import (
+//		goruntime "runtime"
+//
+//		"github.com/snodo/snodo/runtime"
+//	)
+package runtime
