@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,20 +12,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/internal/progq"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
-// Methods the transport routes itself.
-const (
-	methodProgress     = "notifications/progress"
-	methodCancelled    = "notifications/cancelled"
-	methodInitialized  = "notifications/initialized"
-	methodAcknowledged = "notifications/subscriptions/acknowledged"
-)
+// methodInitialized opens the standalone GET stream once accepted.
+const methodInitialized = "notifications/initialized"
 
 // modernVersion is the first protocol version of the stateless era: a
 // request whose MCP-Protocol-Version is this or later follows its rules.
@@ -80,6 +74,10 @@ type call struct {
 	// without OnProgress.
 	prog *progq.Queue
 }
+
+// Token and Progress make a call an rpc.Call.
+func (cl *call) Token() jsonrpc.ID      { return cl.token }
+func (cl *call) Progress() *progq.Queue { return cl.prog }
 
 func (cl *call) setHeaders(h nethttp.Header) {
 	hs := lowerHeaders(h)
@@ -144,40 +142,19 @@ func lower(s string) string {
 func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	r := *req
 	cl := &call{method: r.Method, result: make(chan outcome, 1), values: ctx}
-	if opts.OnProgress != nil {
-		tok, ok := opts.ProgressToken, opts.ProgressToken.IsValid()
-		if !ok {
-			tok, ok = progressToken(r.Params)
-		}
-		if ok {
-			cl.token = tok
-			cl.prog = progq.New(t.maxMsg)
-		}
-	}
+	cl.token, cl.prog = rpc.Progress(&opts, r.Params, t.maxMsg)
 	h := t.requestHeaders(&r, opts.Dialect, opts.Extension, opts.Headers)
 	modern := isModern(h)
 	osr := opts.OnServerRequest
 
 	// The ID is reserved first; the body is encoded outside the lock.
-	t.mu.Lock()
-	if t.err != nil {
-		err := t.err
-		t.mu.Unlock()
+	t.core.Mu.Lock()
+	if err := t.core.AddLocked(&r.ID, cl); err != nil {
+		t.core.Mu.Unlock()
 		return nil, err
 	}
-	if !r.ID.IsValid() {
-		r.ID = t.newIDLocked()
-	}
 	cl.id = r.ID
-	if t.pending[r.ID] != nil {
-		t.mu.Unlock()
-		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
-	}
-	t.pending[r.ID] = cl
-	if cl.token.IsValid() {
-		t.progress[cl.token] = cl
-	}
-	t.mu.Unlock()
+	t.core.Mu.Unlock()
 	body, err := jsonrpc.Encode(&r)
 	if err != nil {
 		t.forget(cl)
@@ -201,15 +178,6 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 		}
 	}
 	return resp, err
-}
-
-func (t *Transport) newIDLocked() jsonrpc.ID {
-	for {
-		id := jsonrpc.Int64ID(t.nextID.Add(1))
-		if t.pending[id] == nil {
-			return id
-		}
-	}
 }
 
 // requestHeaders returns the protocol headers of one message.
@@ -340,30 +308,19 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 
 // settle delivers the outcome of cl once, if cl is still waiting.
 func (t *Transport) settle(cl *call, o outcome) {
-	t.mu.Lock()
-	mine := t.pending[cl.id] == cl
-	if mine {
-		t.forgetLocked(cl)
-	}
-	t.mu.Unlock()
+	t.core.Mu.Lock()
+	mine := t.core.RemoveLocked(cl.id, cl)
+	t.core.Mu.Unlock()
 	if mine {
 		cl.result <- o
 	}
 }
 
+// forget removes cl from the call table, if it is still there.
 func (t *Transport) forget(cl *call) {
-	t.mu.Lock()
-	t.forgetLocked(cl)
-	t.mu.Unlock()
-}
-
-func (t *Transport) forgetLocked(cl *call) {
-	if t.pending[cl.id] == cl {
-		delete(t.pending, cl.id)
-	}
-	if cl.token.IsValid() && t.progress[cl.token] == cl {
-		delete(t.progress, cl.token)
-	}
+	t.core.Mu.Lock()
+	t.core.RemoveLocked(cl.id, cl)
+	t.core.Mu.Unlock()
 }
 
 // connError is the -32000 error of a failed exchange; after Close, the
@@ -568,104 +525,34 @@ func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header, osr trans
 		case *jsonrpc.Request:
 			t.serverRequest(m, h, osr, owner)
 		case *jsonrpc.Notification:
-			t.notification(m)
+			t.core.RouteNotification(m)
 		}
 	}
 }
 
 // routeResponse delivers a response that arrived on another request's
-// stream (or the GET stream) to its request.
+// stream (or the GET stream) to its request or listen.
 func (t *Transport) routeResponse(r *jsonrpc.Response) {
-	t.mu.Lock()
-	cl := t.pending[r.ID]
-	t.mu.Unlock()
-	if cl != nil {
-		t.settle(cl, outcome{resp: r})
+	cl, ok, ls := t.core.TakeResponse(r)
+	switch {
+	case ok:
+		cl.result <- outcome{resp: r}
+	case ls != nil:
+		ls.Respond(r)
 	}
-}
-
-// routing is what the transport reads of a notification's params.
-type routing struct {
-	ProgressToken json.RawMessage `json:"progressToken"`
-	RequestID     json.RawMessage `json:"requestId"`
-}
-
-func (t *Transport) notification(n *jsonrpc.Notification) {
-	var rt routing
-	if len(n.Params) > 0 {
-		_ = jsoncodec.Unmarshal(n.Params, &rt)
-	}
-	switch n.Method {
-	case methodProgress:
-		if id, ok := jsonrpc.ParseID(rt.ProgressToken); ok {
-			t.mu.Lock()
-			cl := t.progress[id]
-			t.mu.Unlock()
-			if cl != nil {
-				cl.prog.Push(n.Params)
-				return
-			}
-		}
-	case methodCancelled:
-		if id, ok := jsonrpc.ParseID(rt.RequestID); ok {
-			t.mu.Lock()
-			cancel := t.serverReqs[id]
-			t.mu.Unlock()
-			if cancel != nil {
-				cancel()
-				return
-			}
-		}
-	}
-	t.mu.Lock()
-	hook := t.onNotify
-	t.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
-}
-
-// progressToken returns params._meta.progressToken.
-func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
-	if len(params) == 0 {
-		return jsonrpc.ID{}, false
-	}
-	var p struct {
-		Meta *struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	if jsoncodec.Unmarshal(params, &p) != nil || p.Meta == nil {
-		return jsonrpc.ID{}, false
-	}
-	return jsonrpc.ParseID(p.Meta.ProgressToken)
 }
 
 // await waits for cl's outcome, delivering its progress.
 func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestOptions, h nethttp.Header, modern bool) (*jsonrpc.Response, error) {
-	var progReady <-chan struct{} // nil (never ready) without progress
-	if cl.prog != nil {
-		progReady = cl.prog.Ready()
-	}
-	resetOnProgress := opts.ResetTimeoutOnProgress && cl.prog != nil
-	var totalDeadline time.Time
-	if resetOnProgress && opts.MaxTotalTimeout > 0 {
-		totalDeadline = time.Now().Add(opts.MaxTotalTimeout)
-	}
+	var pol rpc.Await // the timeout, its reset by progress, the delivery
+	pol.Start(&opts, cl.prog)
 	var (
-		timer    *time.Timer
-		timerC   <-chan time.Time
-		hitTotal bool
+		timer  *time.Timer
+		timerC <-chan time.Time
 	)
 	arm := func() {
-		d := opts.Timeout
-		hitTotal = false
-		if !totalDeadline.IsZero() {
-			if left := time.Until(totalDeadline); d <= 0 || left <= d {
-				d, hitTotal = max(left, 0), true
-			}
-		}
-		if d <= 0 && !hitTotal {
+		d, ok := pol.Next()
+		if !ok {
 			return
 		}
 		if timer == nil {
@@ -679,41 +566,23 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 	if timer != nil {
 		defer timer.Stop()
 	}
-	var progBuf []json.RawMessage
-	deliver := func() error {
-		progBuf = cl.prog.Take(progBuf)
-		for i, p := range progBuf {
-			progBuf[i] = nil
-			if err := progq.Call(opts.OnProgress, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	for {
 		select {
 		case o := <-cl.result:
-			if cl.prog != nil {
-				if err := deliver(); err != nil {
-					return nil, err
-				}
+			if err := pol.Deliver(); err != nil {
+				return nil, err
 			}
 			return o.resp, o.err
-		case <-progReady:
-			if err := deliver(); err != nil {
+		case <-pol.Ready():
+			if err := pol.Deliver(); err != nil {
 				t.abort(cl, h, modern, "progress function failed: "+err.Error())
 				return nil, err
 			}
-			if resetOnProgress {
+			if pol.ResetOnProgress() {
 				arm()
 			}
 		case <-timerC:
-			var err *jsonrpc.Error
-			if hitTotal {
-				err = transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
-			} else {
-				err = transport.TimeoutError(opts.Timeout)
-			}
+			err := pol.TimeoutError()
 			t.abort(cl, h, modern, err.Message)
 			return nil, err
 		case <-ctx.Done():
@@ -742,10 +611,7 @@ func (t *Transport) abort(cl *call, h nethttp.Header, modern bool, reason string
 	if modern || cl.method == "initialize" {
 		return
 	}
-	params := append([]byte(`{"requestId":`), cl.id.AppendJSON(nil)...)
-	r, _ := json.Marshal(reason)
-	params = append(append(append(params, `,"reason":`...), r...), '}')
-	body, err := jsonrpc.Encode(&jsonrpc.Notification{Method: methodCancelled, Params: params})
+	body, err := jsonrpc.Encode(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(cl.id, reason)})
 	if err != nil {
 		return
 	}

@@ -7,11 +7,11 @@ import (
 	nethttp "net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 
 	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
 // DefaultMaxMessageBytes is the default of Config.MaxMessageBytes: 16 MiB,
@@ -76,23 +76,17 @@ type Transport struct {
 	gate    *admit.Gate
 	answers chan struct{} // slots for answering server requests in the background
 
-	nextID atomic.Int64
-
 	life     context.Context // ends at Close; every HTTP request runs under it
 	stopLife context.CancelCauseFunc
 	done     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup // background goroutines; Add only under mu while running
 
-	mu         sync.Mutex
-	err        error // why the transport stopped; nil while running
-	pending    map[jsonrpc.ID]*call
-	progress   map[jsonrpc.ID]*call
-	listens    map[*listenState]struct{}
-	serverReqs map[jsonrpc.ID]context.CancelFunc
-	onRequest  transport.DispatchFunc
+	// core is the call table, the routing of what the server sends, the
+	// listens and server requests, and the transport's error. Its Mu also
+	// guards the fields below and the Add of wg.
+	core       rpc.Core[*call]
 	inbound    bool // SetInbound was called
-	onNotify   transport.NotificationFunc
 	getStarted bool
 	getReady   chan struct{} // closed once the first GET has its answer (or failed)
 }
@@ -133,23 +127,18 @@ func New(cfg Config) (*Transport, error) {
 		}
 	}
 	t := &Transport{
-		url:        u.String(),
-		client:     cfg.HTTPClient,
-		header:     cfg.Header.Clone(),
-		maxMsg:     cfg.MaxMessageBytes,
-		gate:       admit.New(cfg.MaxServerRequests),
-		done:       make(chan struct{}),
-		pending:    make(map[jsonrpc.ID]*call),
-		progress:   make(map[jsonrpc.ID]*call),
-		listens:    make(map[*listenState]struct{}),
-		serverReqs: make(map[jsonrpc.ID]context.CancelFunc),
-		onNotify:   cfg.OnNotification,
+		url:    u.String(),
+		client: cfg.HTTPClient,
+		header: cfg.Header.Clone(),
+		maxMsg: cfg.MaxMessageBytes,
+		gate:   admit.New(cfg.MaxServerRequests),
+		done:   make(chan struct{}),
 	}
 	if t.maxMsg == 0 {
 		t.maxMsg = DefaultMaxMessageBytes
 	}
 	t.answers = make(chan struct{}, 2*t.gate.Limit())
-	t.onRequest = admit.Serve(cfg.OnServerRequest, t.gate)
+	t.core.Init(admit.Serve(cfg.OnServerRequest, t.gate), cfg.OnNotification)
 	if t.client == nil {
 		t.own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
 		t.own.ForceAttemptHTTP2 = true
@@ -193,12 +182,10 @@ func (t *Transport) CarriesHeaders() bool { return true }
 // RequestOptions.OnServerRequest; onNotification receives the
 // notifications not routed to a request or a subscription.
 func (t *Transport) SetInbound(onRequest transport.DispatchFunc, onNotification transport.NotificationFunc) {
-	if onRequest == nil {
-		onRequest = admit.Serve(nil, nil)
-	}
-	t.mu.Lock()
-	t.onRequest, t.onNotify, t.inbound = onRequest, onNotification, true
-	t.mu.Unlock()
+	t.core.SetInbound(onRequest, onNotification)
+	t.core.Mu.Lock()
+	t.inbound = true
+	t.core.Mu.Unlock()
 }
 
 // Close stops the transport: requests in flight and later ones fail with a
@@ -214,15 +201,15 @@ func (t *Transport) Close() error {
 
 func (t *Transport) stop(err *jsonrpc.Error) {
 	t.stopOnce.Do(func() {
-		t.mu.Lock()
-		t.err = err
-		listens := t.listens
-		t.listens = make(map[*listenState]struct{})
-		t.mu.Unlock()
+		t.core.Mu.Lock()
+		// The calls waiting see done; a response settled before it is in
+		// their channel.
+		_, listens := t.core.StopLocked(err)
+		t.core.Mu.Unlock()
 		close(t.done)
 		t.stopLife(err)
-		for ls := range listens {
-			ls.fail(err)
+		for _, ls := range listens {
+			ls.Fail(err)
 		}
 		t.wg.Wait()
 		if t.own != nil {
@@ -237,17 +224,10 @@ func (t *Transport) Done() <-chan struct{} { return t.done }
 
 // Err returns why the transport stopped (a -32000 *jsonrpc.Error), or nil
 // while it runs.
-func (t *Transport) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.err == nil {
-		return nil
-	}
-	return t.err
-}
+func (t *Transport) Err() error { return t.core.Err() }
 
-// goLocked starts fn as a background goroutine that Close waits for. t.mu
-// must be held, and the transport running.
+// goLocked starts fn as a background goroutine that Close waits for.
+// t.core.Mu must be held, and the transport running.
 func (t *Transport) goLocked(fn func()) {
 	t.wg.Add(1)
 	go func() {
@@ -256,12 +236,12 @@ func (t *Transport) goLocked(fn func()) {
 	}()
 }
 
-// goTracked is goLocked taking t.mu; it reports false, without starting
-// fn, when the transport has stopped.
+// goTracked is goLocked taking t.core.Mu; it reports false, without
+// starting fn, when the transport has stopped.
 func (t *Transport) goTracked(fn func()) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.err != nil {
+	t.core.Mu.Lock()
+	defer t.core.Mu.Unlock()
+	if t.core.ErrLocked() != nil {
 		return false
 	}
 	t.goLocked(fn)
