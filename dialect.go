@@ -22,8 +22,8 @@ const (
 
 // dialect builds the requests of one protocol era and version. The client
 // picks one at Connect and keeps it for the connection; transports receive
-// it with each request, as a transport.Dialect (HTTP derives headers from
-// it). Users see its era and version through Client.Era and
+// it with each request, as a transport.PolicySource (HTTP derives headers
+// from it). Users see its era and version through Client.Era and
 // Client.ProtocolVersion.
 //
 // The modern dialect puts the protocol version, client info and client
@@ -31,7 +31,7 @@ const (
 // reads results by their resultType; the legacy dialect adds nothing per
 // request, since the initialize handshake carried it all.
 type dialect interface {
-	transport.Dialect
+	transport.PolicySource
 	// Era is EraLegacy or EraModern.
 	Era() Era
 	// ProtocolVersion is the version the dialect speaks.
@@ -48,7 +48,7 @@ type legacyDialect struct{ version string }
 func (d legacyDialect) Era() Era                { return EraLegacy }
 func (d legacyDialect) ProtocolVersion() string { return d.version }
 
-// TransportPolicy implements transport.Dialect: after initialize, HTTP
+// TransportPolicy implements transport.PolicySource: after initialize, HTTP
 // carries the negotiated version in MCP-Protocol-Version.
 func (d legacyDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 	if req.Method == "initialize" {
@@ -79,7 +79,7 @@ func newModernDialect(version string, info Implementation, caps json.RawMessage)
 func (d modernDialect) Era() Era                { return EraModern }
 func (d modernDialect) ProtocolVersion() string { return d.version }
 
-// TransportPolicy implements transport.Dialect: HTTP carries the request's
+// TransportPolicy implements transport.PolicySource: HTTP carries the request's
 // version in MCP-Protocol-Version, its method in Mcp-Method, and for
 // tools/call, prompts/get and resources/read the name or URI in Mcp-Name
 // (Base64-encoded when it is not a plain header value); the tasks

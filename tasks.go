@@ -1403,12 +1403,12 @@ func (c *Client) Tasks(ctx context.Context, opts ...CallOption) iter.Seq2[*Task,
 }
 
 // tasksExtension is the 2026-07-28 tasks extension as a transport sees it
-// (transport.Extension): over Streamable HTTP, tasks/get, tasks/update and
+// (a transport.PolicySource): over Streamable HTTP, tasks/get, tasks/update and
 // tasks/cancel carry their task ID in Mcp-Name, the extension's routing
 // header, beside the dialect's Mcp-Method.
 type tasksExtension struct{}
 
-// TransportPolicy implements transport.Extension.
+// TransportPolicy implements transport.PolicySource.
 func (tasksExtension) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 	switch req.Method {
 	case "tasks/get", "tasks/update", "tasks/cancel":
@@ -1426,7 +1426,7 @@ func (tasksExtension) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 
 // extensionFor returns the extension that routes method over a transport
 // with headers in the 2026-07-28 era, or nil.
-func (c *Client) extensionFor(method string, d dialect) transport.Extension {
+func (c *Client) extensionFor(method string, d dialect) transport.PolicySource {
 	if !c.headers || d.Era() != EraModern || !strings.HasPrefix(method, "tasks/") {
 		return nil
 	}

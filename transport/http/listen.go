@@ -152,7 +152,7 @@ func (t *Transport) listenLoop(sctx context.Context, ls *rpc.Listen, body []byte
 			}
 			t.core.RouteNotification(m)
 		case *jsonrpc.Request:
-			t.serverRequest(m, h, nil, nil)
+			t.serverRequest(m, h, nil)
 		}
 	}
 }

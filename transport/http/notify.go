@@ -183,7 +183,7 @@ func (t *Transport) getLoop(h nethttp.Header, ready chan struct{}) {
 			}
 			sr := newSSEReader(resp.Body, t.maxMsg)
 			sr.lastID, sr.sawID = lastID, lastID != ""
-			_, events, _ := t.pump(sr, nil, h, nil)
+			_, events, _ := t.pump(sr, nil, h)
 			resp.Body.Close()
 			if sr.sawID {
 				lastID = sr.lastID

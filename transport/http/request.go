@@ -127,8 +127,7 @@ func lower(s string) string {
 // go to opts.OnResponseHeaders, lowercase, before Request returns.
 //
 // Server requests on the stream go to the dispatcher of SetInbound, or
-// else opts.OnServerRequest, or else Config.OnServerRequest, and are
-// answered with a POST. Progress for opts.ProgressToken (or the token in
+// else Config.OnServerRequest, and are answered with a POST. Progress for opts.ProgressToken (or the token in
 // params) is given to opts.OnProgress in the caller's goroutine.
 //
 // The Go error is a *jsonrpc.Error of kind transport: -32001 when
@@ -145,7 +144,6 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	cl.token, cl.prog = rpc.Progress(&opts, r.Params, t.maxMsg)
 	h := t.requestHeaders(&r, opts.Dialect, opts.Extension, opts.Headers)
 	modern := isModern(h)
-	osr := opts.OnServerRequest
 
 	// The ID is reserved first; the body is encoded outside the lock.
 	t.core.Mu.Lock()
@@ -162,7 +160,7 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	}
 	var sctx context.Context
 	sctx, cl.cancel = context.WithCancelCause(t.life)
-	if !t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern, osr) }) {
+	if !t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern) }) {
 		cl.cancel(nil)
 		t.forget(cl)
 		return nil, t.Err()
@@ -181,7 +179,7 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 }
 
 // requestHeaders returns the protocol headers of one message.
-func (t *Transport) requestHeaders(req *jsonrpc.Request, d transport.Dialect, e transport.Extension, extra []transport.Header) nethttp.Header {
+func (t *Transport) requestHeaders(req *jsonrpc.Request, d, e transport.PolicySource, extra []transport.Header) nethttp.Header {
 	h := make(nethttp.Header, 4+len(extra))
 	if d != nil {
 		for _, x := range d.TransportPolicy(req).Headers {
@@ -259,7 +257,7 @@ func mediaType(h nethttp.Header) string {
 
 // roundTrip POSTs a request and reads its answer, delivering the outcome
 // to cl unless cl was given up first.
-func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool, osr transport.ServerRequestFunc) {
+func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool) {
 	defer cl.cancel(nil)
 	resp, err := t.do(sctx, nethttp.MethodPost, body, h, "")
 	if err != nil {
@@ -275,7 +273,7 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 	}
 	switch mediaType(resp.Header) {
 	case "text/event-stream":
-		t.readCallStream(sctx, cl, resp.Body, h, modern, osr)
+		t.readCallStream(sctx, cl, resp.Body, h, modern)
 	case "application/json":
 		data, err := readBounded(resp.Body, t.maxMsg)
 		if err != nil {
@@ -400,12 +398,12 @@ func capString(s string, cut ...bool) string {
 // readCallStream reads a request's SSE stream until its response; in the
 // initialize era a stream that breaks first is resumed with GET and
 // Last-Event-ID.
-func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadCloser, h nethttp.Header, modern bool, osr transport.ServerRequestFunc) {
+func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadCloser, h nethttp.Header, modern bool) {
 	sr := newSSEReader(body, t.maxMsg)
 	defer func() { body.Close() }()
 	resumes := 0
 	for {
-		done, events, err := t.pump(sr, cl, h, osr)
+		done, events, err := t.pump(sr, cl, h)
 		if done || sctx.Err() != nil {
 			return
 		}
@@ -498,7 +496,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // pump dispatches the events of an SSE stream until owner's response (done)
 // or the stream's end (err, io.EOF for a clean end). owner nil reads the
 // whole stream. events counts the messages read.
-func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header, osr transport.ServerRequestFunc) (done bool, events int, err error) {
+func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header) (done bool, events int, err error) {
 	for {
 		ev, err := sr.next()
 		if err != nil {
@@ -523,7 +521,7 @@ func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header, osr trans
 			}
 			t.routeResponse(m)
 		case *jsonrpc.Request:
-			t.serverRequest(m, h, osr, owner)
+			t.serverRequest(m, h, owner)
 		case *jsonrpc.Notification:
 			t.core.RouteNotification(m)
 		}

@@ -4,9 +4,7 @@ import (
 	"context"
 	nethttp "net/http"
 
-	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/transport"
 	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
@@ -21,16 +19,11 @@ const answerTimeout = cancelTimeout
 // 2026-07-28 input request's handler does, so that it can tell which call
 // the request relates to. It ends with the transport or the server's
 // cancellation, not with the call.
-func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, osr transport.ServerRequestFunc, owner *call) {
+func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, owner *call) {
 	sr, dispatch := t.core.StartServerRequest(t.life, req)
 	if sr == nil {
 		return // the transport has stopped
 	}
-	t.core.Mu.Lock()
-	if !t.inbound && osr != nil {
-		dispatch = admit.Serve(osr, t.gate)
-	}
-	t.core.Mu.Unlock()
 	var ctx context.Context = sr.Ctx
 	if owner != nil && owner.values != nil {
 		ctx = relatedContext{ctx, owner.values}

@@ -46,14 +46,12 @@ type Config struct {
 	// The headers of the protocol (MCP-Protocol-Version, Mcp-Session-Id,
 	// Mcp-Method, …) take precedence over it.
 	Header nethttp.Header
-	// MaxServerRequests is the most server requests whose functions run at
-	// once when the transport is used without snodo.Client; 0 means
-	// transport.DefaultMaxServerRequests. The client installs its own
-	// admission with SetInbound, under its own limit.
-	MaxServerRequests int
 	// OnServerRequest answers server requests when the transport is used
 	// without snodo.Client (initialize era: the server's requests on SSE
-	// streams). nil answers -32601.
+	// streams), at most 16 at once: a request over that limit, or a
+	// function that panics, is answered with -32603. nil answers -32601.
+	// The client replaces it with its own admission (SetInbound), under
+	// its one limit (snodo.WithMaxServerRequests).
 	OnServerRequest transport.ServerRequestFunc
 	// OnNotification receives the server's notifications that are not
 	// routed to a request (progress) or a subscription, when the transport
@@ -73,7 +71,6 @@ type Transport struct {
 	own     *nethttp.Transport // the default client's transport, nil otherwise
 	header  nethttp.Header
 	maxMsg  int
-	gate    *admit.Gate
 	answers chan struct{} // slots for answering server requests in the background
 
 	life     context.Context // ends at Close; every HTTP request runs under it
@@ -86,7 +83,6 @@ type Transport struct {
 	// listens and server requests, and the transport's error. Its Mu also
 	// guards the fields below and the Add of wg.
 	core       rpc.Core[*call]
-	inbound    bool // SetInbound was called
 	getStarted bool
 	getReady   chan struct{} // closed once the first GET has its answer (or failed)
 }
@@ -116,8 +112,8 @@ func New(cfg Config) (*Transport, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("http: Config.URL %q has no host", cfg.URL)
 	}
-	if cfg.MaxMessageBytes < 0 || cfg.MaxServerRequests < 0 {
-		return nil, errors.New("http: Config.MaxMessageBytes and MaxServerRequests must not be negative")
+	if cfg.MaxMessageBytes < 0 {
+		return nil, fmt.Errorf("http: Config.MaxMessageBytes must not be negative, not %d", cfg.MaxMessageBytes)
 	}
 	for name, values := range cfg.Header {
 		for _, v := range values {
@@ -131,14 +127,13 @@ func New(cfg Config) (*Transport, error) {
 		client: cfg.HTTPClient,
 		header: cfg.Header.Clone(),
 		maxMsg: cfg.MaxMessageBytes,
-		gate:   admit.New(cfg.MaxServerRequests),
 		done:   make(chan struct{}),
 	}
 	if t.maxMsg == 0 {
 		t.maxMsg = DefaultMaxMessageBytes
 	}
-	t.answers = make(chan struct{}, 2*t.gate.Limit())
-	t.core.Init(admit.Serve(cfg.OnServerRequest, t.gate), cfg.OnNotification)
+	t.answers = make(chan struct{}, 2*admit.DefaultLimit)
+	t.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
 	if t.client == nil {
 		t.own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
 		t.own.ForceAttemptHTTP2 = true
@@ -178,14 +173,11 @@ func (t *Transport) CarriesHeaders() bool { return true }
 
 // SetInbound implements transport.Inbound: onRequest receives every server
 // request that arrives on any stream (the standalone GET stream and the
-// response streams of requests), instead of Config.OnServerRequest and
-// RequestOptions.OnServerRequest; onNotification receives the
+// response streams of requests), instead of Config.OnServerRequest;
+// onNotification receives the
 // notifications not routed to a request or a subscription.
 func (t *Transport) SetInbound(onRequest transport.DispatchFunc, onNotification transport.NotificationFunc) {
 	t.core.SetInbound(onRequest, onNotification)
-	t.core.Mu.Lock()
-	t.inbound = true
-	t.core.Mu.Unlock()
 }
 
 // Close stops the transport: requests in flight and later ones fail with a

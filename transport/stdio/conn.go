@@ -75,19 +75,13 @@ type Config struct {
 	// discarded as it arrives, so the request it answered times out; later
 	// responses are unaffected.
 	MaxLineBytes int
-	// MaxServerRequests is the most server-to-client requests whose
-	// functions run at once; 0 means transport.DefaultMaxServerRequests. A
-	// request over the limit is answered with -32603 without running the
-	// function.
-	//
-	// The limit applies to OnServerRequest. The Snodo client installs its
-	// own dispatcher with SetInbound, which admits server requests under
-	// the client's limit instead (snodo.WithMaxServerRequests), shared with
-	// the input requests of the 2026-07-28 era.
-	MaxServerRequests int
-	// OnServerRequest answers the requests the server sends to the client,
-	// each in its own goroutine. A function that panics is answered with
-	// -32603. nil answers -32601 to every server-to-client request.
+	// OnServerRequest answers the requests the server sends to the
+	// client when the connection is used without the Snodo client, at
+	// most 16 at once: a request over that limit, or a function that
+	// panics, is answered with -32603. nil answers -32601 to every
+	// server-to-client request. The Snodo client replaces it with its own
+	// admission (SetInbound), under its one limit
+	// (snodo.WithMaxServerRequests) shared by both protocol eras.
 	OnServerRequest transport.ServerRequestFunc
 	// OnNotification receives the server's notifications that are not
 	// routed to a request (progress) or a subscription (events). It runs in
@@ -220,7 +214,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),
 	}
-	c.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(cfg.MaxServerRequests)), cfg.OnNotification)
+	c.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
 	c.core.OnRemove = c.unwatchLocked
 	c.sendAnswer = c.answer
 	if c.maxLine <= 0 {
@@ -272,8 +266,8 @@ func environ(base []string, changes []EnvVar) []string {
 }
 
 // SetInbound replaces the dispatcher of server-to-client requests (and with
-// it Config.OnServerRequest and its MaxServerRequests limit) and the
-// receiver of unrouted notifications, for messages that arrive after it.
+// it Config.OnServerRequest) and the receiver of unrouted notifications,
+// for messages that arrive after it.
 func (c *Conn) SetInbound(onRequest transport.DispatchFunc, onNotification transport.NotificationFunc) {
 	c.core.SetInbound(onRequest, onNotification)
 }

@@ -188,9 +188,8 @@ func (cl *call) timedOut() {
 // request on the server, and Request returns that error (a panic becomes a
 // -32603 error of kind handler).
 //
-// Note: RequestOptions.Dialect, Extension, Headers, OnResponseHeaders and
-// OnServerRequest are for transports with headers or per-request server
-// requests; stdio ignores them (see Config.OnServerRequest and SetInbound).
+// Note: RequestOptions.Dialect, Extension, Headers and OnResponseHeaders
+// are for transports with headers; stdio ignores them.
 func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	cl := callPool.Get().(*call)
 	r := &cl.req

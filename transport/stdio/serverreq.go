@@ -10,8 +10,7 @@ import (
 )
 
 // handleServerRequest hands a request from the server to the dispatcher
-// (the client's admission, or Config.OnServerRequest under
-// MaxServerRequests), with a context that the server's
+// (the client's admission, or Config.OnServerRequest's), with a context that the server's
 // notifications/cancelled and the end of the connection cancel. It never
 // blocks the reader: the dispatcher does not.
 //
