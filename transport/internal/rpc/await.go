@@ -52,19 +52,25 @@ func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
 // delivery of its progress to opts.OnProgress, in the caller's goroutine.
 // A transport arms its own timer (or read deadline) for what Next says,
 // and calls Deliver when the progress queue is ready.
+//
+// It copies what it needs of the options rather than keeping a pointer to
+// them: a pointer would move the caller's RequestOptions to the heap, an
+// allocation per request on stdio's hot path.
 type Await struct {
-	opts     *transport.RequestOptions
-	prog     *progq.Queue
-	reset    bool
-	total    time.Time // the max-total deadline; zero: none
-	hitTotal bool      // the timeout armed last is the max-total one
-	buf      []json.RawMessage
+	timeout    time.Duration
+	maxTotal   time.Duration
+	onProgress transport.ProgressFunc
+	prog       *progq.Queue
+	reset      bool
+	total      time.Time // the max-total deadline; zero: none
+	hitTotal   bool      // the timeout armed last is the max-total one
+	buf        []json.RawMessage
 }
 
 // Start starts the policy of a request made with opts, whose progress
 // queue is prog (nil without progress), at the time it is sent.
 func (a *Await) Start(opts *transport.RequestOptions, prog *progq.Queue) {
-	a.opts, a.prog = opts, prog
+	a.timeout, a.maxTotal, a.onProgress, a.prog = opts.Timeout, opts.MaxTotalTimeout, opts.OnProgress, prog
 	a.reset = opts.ResetTimeoutOnProgress && prog != nil
 	if a.reset && opts.MaxTotalTimeout > 0 {
 		a.total = time.Now().Add(opts.MaxTotalTimeout)
@@ -74,7 +80,7 @@ func (a *Await) Start(opts *transport.RequestOptions, prog *progq.Queue) {
 // Next returns the timeout to arm now, from the request's start or its
 // last delivered progress; ok is false when there is none.
 func (a *Await) Next() (d time.Duration, ok bool) {
-	d = a.opts.Timeout
+	d = a.timeout
 	a.hitTotal = false
 	if !a.total.IsZero() {
 		if left := time.Until(a.total); d <= 0 || left <= d {
@@ -92,9 +98,9 @@ func (a *Await) ResetOnProgress() bool { return a.reset }
 // MaxTotalTimeoutError when that one was the max-total limit.
 func (a *Await) TimeoutError() *jsonrpc.Error {
 	if a.hitTotal {
-		return transport.MaxTotalTimeoutError(a.opts.MaxTotalTimeout)
+		return transport.MaxTotalTimeoutError(a.maxTotal)
 	}
-	return transport.TimeoutError(a.opts.Timeout)
+	return transport.TimeoutError(a.timeout)
 }
 
 // Ready returns the channel that is ready when progress waits for
@@ -117,7 +123,7 @@ func (a *Await) Deliver() error {
 	a.buf = a.prog.Take(a.buf)
 	for i, p := range a.buf {
 		a.buf[i] = nil
-		if err := progq.Call(a.opts.OnProgress, p); err != nil {
+		if err := progq.Call(a.onProgress, p); err != nil {
 			return err
 		}
 	}
