@@ -23,10 +23,6 @@ type Client struct {
 	cfg     *config
 	dialect dialect
 
-	// onServerRequest is c.serveRequest, made once: a method value
-	// built per call is an allocation.
-	onServerRequest transport.ServerRequestFunc
-
 	serverInfo   Implementation
 	capabilities ServerCapabilities
 	instructions string
@@ -91,14 +87,10 @@ type Client struct {
 // Compatibility" and basic/versioning.mdx.
 func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
-	if cfg.maxServerRequests <= 0 {
-		cfg.maxServerRequests = defaultMaxServerRequests
-	}
 	if cfg.maxRounds <= 0 {
 		cfg.maxRounds = defaultMaxRounds
 	}
 	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests), cache: newResultCache(cfg.cache)}
-	c.onServerRequest = c.serveRequest
 	c.life, c.endLife = context.WithCancelCause(context.Background())
 	c.subs.init()
 	if in, ok := t.(transport.Inbound); ok {
@@ -500,7 +492,7 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 	}
 	d := c.callDialect(cc)
 	headers := c.messageHeaders(method, params)
-	var extension transport.Extension
+	var extension transport.PolicySource
 	if c.headers {
 		extension = d.extension(method)
 	}
@@ -534,7 +526,6 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 			Extension:              extension,
 			Headers:                headers,
 			OnResponseHeaders:      cc.onResponseHeaders,
-			OnServerRequest:        c.onServerRequest,
 			OnProgress:             onProgress,
 			ProgressToken:          tokenID,
 			ResetTimeoutOnProgress: cc.resetOnProgess,

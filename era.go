@@ -26,7 +26,7 @@ const (
 // the 2026-07-28 era lives behind it, and the client's methods read
 // straight through it. The client picks one at Connect and keeps it for
 // the connection; transports receive it with each request, as a
-// transport.Dialect (HTTP derives headers from it). Users see its era and
+// transport.PolicySource (HTTP derives headers from it). Users see its era and
 // version through Client.Era and Client.ProtocolVersion.
 //
 // The modern dialect puts the protocol version, client info and client
@@ -34,7 +34,7 @@ const (
 // reads results by their resultType; the legacy dialect adds nothing per
 // request, since the initialize handshake carried it all.
 type dialect interface {
-	transport.Dialect
+	transport.PolicySource
 	// Era is EraLegacy or EraModern.
 	Era() Era
 	// ProtocolVersion is the version the dialect speaks.
@@ -65,7 +65,7 @@ type dialect interface {
 	// a tool annotates with x-mcp-header into Mcp-Param-{Name} headers.
 	mirrorsToolParams() bool
 	// extension routes method beside the dialect's own headers, or is nil.
-	extension(method string) transport.Extension
+	extension(method string) transport.PolicySource
 
 	// Results.
 
@@ -89,7 +89,7 @@ type legacyDialect struct{ version string }
 func (d legacyDialect) Era() Era                { return EraLegacy }
 func (d legacyDialect) ProtocolVersion() string { return d.version }
 
-// TransportPolicy implements transport.Dialect: after initialize, HTTP
+// TransportPolicy implements transport.PolicySource: after initialize, HTTP
 // carries the negotiated version in MCP-Protocol-Version.
 func (d legacyDialect) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 	if req.Method == "initialize" {
@@ -128,12 +128,12 @@ func (d legacyDialect) sessionHeaders(id string) []transport.Header {
 	return []transport.Header{{Name: transport.HeaderSessionID, Value: id}}
 }
 
-func (d legacyDialect) mirrorsToolParams() bool              { return false }
-func (d legacyDialect) extension(string) transport.Extension { return nil }
-func (d legacyDialect) inputRounds() bool                    { return false }
-func (d legacyDialect) cache(*Client) *resultCache           { return nil }
-func (d legacyDialect) tasks() taskProtocol                  { return legacyTasks{} }
-func (d legacyDialect) elicitationIDs() bool                 { return true }
+func (d legacyDialect) mirrorsToolParams() bool                 { return false }
+func (d legacyDialect) extension(string) transport.PolicySource { return nil }
+func (d legacyDialect) inputRounds() bool                       { return false }
+func (d legacyDialect) cache(*Client) *resultCache              { return nil }
+func (d legacyDialect) tasks() taskProtocol                     { return legacyTasks{} }
+func (d legacyDialect) elicitationIDs() bool                    { return true }
 
 // listen emulates a subscription with the server's notifications.
 func (d legacyDialect) listen(ctx context.Context, c *Client, filter SubscriptionFilter, cc *callConfig) (SubscriptionFilter, *Subscription, error) {
@@ -159,7 +159,7 @@ func newModernDialect(version string, info Implementation, caps json.RawMessage)
 func (d modernDialect) Era() Era                { return EraModern }
 func (d modernDialect) ProtocolVersion() string { return d.version }
 
-// TransportPolicy implements transport.Dialect: HTTP carries the request's
+// TransportPolicy implements transport.PolicySource: HTTP carries the request's
 // version in MCP-Protocol-Version, its method in Mcp-Method, and for
 // tools/call, prompts/get and resources/read the name or URI in Mcp-Name
 // (Base64-encoded when it is not a plain header value); the tasks
@@ -214,7 +214,7 @@ func (d modernDialect) sessionHeaders(string) []transport.Header { return nil }
 func (d modernDialect) mirrorsToolParams() bool                  { return true }
 
 // extension is the tasks extension's routing of the tasks/ methods.
-func (d modernDialect) extension(method string) transport.Extension {
+func (d modernDialect) extension(method string) transport.PolicySource {
 	if !strings.HasPrefix(method, "tasks/") {
 		return nil
 	}

@@ -16,10 +16,11 @@ import (
 // one validation), under a context that ends with the connection and with
 // Close, and answered once.
 
-// dispatch is the transport.DispatchFunc the client installs on a
-// connection-long transport (stdio): it runs in the transport's reader, so
-// it answers at once (ping, no handler, over the limit) or returns the
-// work of the admitted request, which the transport runs.
+// dispatch is the transport.DispatchFunc the client installs on every
+// transport that carries server requests (transport.Inbound: stdio and
+// Streamable HTTP, both eras): it runs in the transport's reader, so it
+// answers at once (ping, no handler, over the limit) or returns the work
+// of the admitted request, which the transport runs.
 func (c *Client) dispatch(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
 	h, res, err := c.admit(req)
 	if h == nil {
@@ -27,17 +28,6 @@ func (c *Client) dispatch(ctx context.Context, req *jsonrpc.Request, reply trans
 		return nil
 	}
 	return func() { reply(c.runAdmitted(ctx, h, req)) }
-}
-
-// serveRequest answers a server request in the caller's goroutine, for a
-// transport that carries server requests on the response of the request in
-// flight (RequestOptions.OnServerRequest).
-func (c *Client) serveRequest(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-	h, res, err := c.admit(req)
-	if h == nil {
-		return res, err
-	}
-	return c.runAdmitted(ctx, h, req)
 }
 
 // admit decides a server request. It returns the handler to run, holding a

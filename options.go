@@ -15,9 +15,8 @@ const DefaultTimeout = 60 * time.Second
 
 // Defaults of the other options, given in their docs.
 const (
-	defaultProbeTimeout      = 5 * time.Second
-	defaultMaxServerRequests = transport.DefaultMaxServerRequests
-	defaultMaxRounds         = 10
+	defaultProbeTimeout = 5 * time.Second
+	defaultMaxRounds    = 10
 )
 
 // Elicitation modes, for WithElicitationModes.
@@ -53,14 +52,13 @@ type config struct {
 
 func newConfig(opts []Option) *config {
 	c := &config{
-		probeTimeout:      defaultProbeTimeout,
-		timeout:           DefaultTimeout,
-		clientInfo:        Implementation{Name: "snodo", Version: Version},
-		handlers:          map[string]Handler{},
-		elicitModes:       []string{ElicitForm},
-		maxServerRequests: defaultMaxServerRequests,
-		maxRounds:         defaultMaxRounds,
-		cache:             defaultCacheConfig,
+		probeTimeout: defaultProbeTimeout,
+		timeout:      DefaultTimeout,
+		clientInfo:   Implementation{Name: "snodo", Version: Version},
+		handlers:     map[string]Handler{},
+		elicitModes:  []string{ElicitForm},
+		maxRounds:    defaultMaxRounds,
+		cache:        defaultCacheConfig,
 	}
 	for _, o := range opts {
 		o(c)

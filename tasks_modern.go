@@ -133,12 +133,12 @@ func modernOutcome(t *Task) (*CallToolResult, error) {
 }
 
 // tasksExtension is the 2026-07-28 tasks extension as a transport sees it
-// (transport.Extension): over Streamable HTTP, tasks/get, tasks/update and
+// (transport.PolicySource): over Streamable HTTP, tasks/get, tasks/update and
 // tasks/cancel carry their task ID in Mcp-Name, the extension's routing
 // header, beside the dialect's Mcp-Method.
 type tasksExtension struct{}
 
-// TransportPolicy implements transport.Extension.
+// TransportPolicy implements transport.PolicySource.
 func (tasksExtension) TransportPolicy(req *jsonrpc.Request) transport.Policy {
 	switch req.Method {
 	case "tasks/get", "tasks/update", "tasks/cancel":

@@ -9,7 +9,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/handlers/wasm"
-	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -19,7 +19,7 @@ const (
 	// is closed, before SIGTERM; and again after SIGTERM, before SIGKILL.
 	DefaultShutdownGrace = 2 * time.Second
 	// DefaultMaxServerRequests is the default of Config.MaxServerRequests.
-	DefaultMaxServerRequests = transport.DefaultMaxServerRequests
+	DefaultMaxServerRequests = admit.DefaultLimit
 	// DefaultStderrTail is how many bytes of the server's stderr are kept
 	// for the error that reports a server that exited.
 	DefaultStderrTail = 4096

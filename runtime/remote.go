@@ -105,11 +105,10 @@ func checkRemote(srv Server) error {
 // request is sent before the client connects.
 func (r *Runner) startRemote() error {
 	t, err := shttp.New(shttp.Config{
-		URL:               r.cfg.Server.URL,
-		HTTPClient:        r.cfg.Server.HTTPClient,
-		Header:            r.cfg.Server.Header.Clone(),
-		MaxServerRequests: r.cfg.MaxServerRequests,
-		MaxMessageBytes:   r.cfg.MaxLineBytes,
+		URL:             r.cfg.Server.URL,
+		HTTPClient:      r.cfg.Server.HTTPClient,
+		Header:          r.cfg.Server.Header.Clone(),
+		MaxMessageBytes: r.cfg.MaxLineBytes,
 	})
 	if err != nil {
 		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeConnectionClosed,

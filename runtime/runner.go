@@ -106,9 +106,6 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 	} else if cfg.Server.Command == "" {
 		return nil, errors.New("no server command: give one after --, or a server in the configuration")
 	}
-	if cfg.MaxServerRequests <= 0 {
-		cfg.MaxServerRequests = DefaultMaxServerRequests
-	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
@@ -243,14 +240,13 @@ func (r *Runner) startServer(ctx context.Context) error {
 	r.contained, err = startContained(r.cfg.Subreaper, func(attr *syscall.SysProcAttr, mark EnvVar) (int, error) {
 		conn, err := r.startProcess(attr, func(command string, args []string, attr *syscall.SysProcAttr) (*stdio.Conn, error) {
 			return stdio.Connect(connCtx, stdio.Config{
-				Command:           command,
-				Args:              args,
-				Env:               append(env, stdio.Set(mark.Name, mark.Value)),
-				Dir:               r.cfg.Server.Dir,
-				Stderr:            pw,
-				MaxLineBytes:      r.cfg.MaxLineBytes,
-				MaxServerRequests: r.cfg.MaxServerRequests,
-				SysProcAttr:       attr,
+				Command:      command,
+				Args:         args,
+				Env:          append(env, stdio.Set(mark.Name, mark.Value)),
+				Dir:          r.cfg.Server.Dir,
+				Stderr:       pw,
+				MaxLineBytes: r.cfg.MaxLineBytes,
+				SysProcAttr:  attr,
 			})
 		})
 		if err != nil {

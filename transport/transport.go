@@ -87,8 +87,8 @@ type Listener interface {
 //
 // Streamable HTTP implements it too: the server requests of any of its
 // streams (the initialize era's GET stream and the response streams of
-// requests) go to onRequest. RequestOptions.OnServerRequest is for an HTTP
-// transport on which no dispatcher was installed.
+// requests) go to onRequest. It is the one way a server request reaches
+// the client: a transport that carries server requests implements it.
 type Inbound interface {
 	SetInbound(onRequest DispatchFunc, onNotification NotificationFunc)
 }
@@ -132,26 +132,24 @@ type Policy struct {
 	Headers []Header
 }
 
-// Dialect is the protocol dialect that built a request. HTTP asks it for the
-// headers to derive from the request; stdio ignores it.
-type Dialect interface {
-	TransportPolicy(req *jsonrpc.Request) Policy
-}
-
-// Extension is an optional protocol extension for a request's method. HTTP
-// asks it for extension routing headers; other transports may ignore it.
-type Extension interface {
+// PolicySource is what a transport asks for a request's Policy: the
+// protocol dialect that built the request (HTTP derives headers such as
+// MCP-Protocol-Version and Mcp-Method from it), or an optional protocol
+// extension of the request's method (HTTP asks it for extension routing
+// headers). Transports without headers (stdio) ignore it.
+type PolicySource interface {
 	TransportPolicy(req *jsonrpc.Request) Policy
 }
 
 // ServerRequestFunc answers a request that the server sends to the client
-// (such as elicitation/create on an initialize-era connection). It receives
-// the request as sent and returns the result to send back, or an error: a
-// *jsonrpc.Error is sent with its code, message and data; any other error is
-// sent as -32603 with its text.
+// (such as elicitation/create on an initialize-era connection), for a
+// transport used without the Snodo client (see stdio.Config and
+// http.Config). It receives the request as sent and returns the result to
+// send back, or an error: a *jsonrpc.Error is sent with its code, message
+// and data; any other error is sent as -32603 with its text.
 //
-// ctx is cancelled when the connection stops; an answer returned after that
-// is not sent.
+// ctx is cancelled when the server cancels the request or the connection
+// stops; an answer returned after that is not sent.
 type ServerRequestFunc func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error)
 
 // ProgressFunc receives the params of each notifications/progress whose
@@ -163,9 +161,9 @@ type ProgressFunc func(params json.RawMessage) error
 
 // RequestOptions are the per-request options of the transport contract.
 //
-// Dialect, Extension, Headers, OnResponseHeaders and OnServerRequest are
-// HTTP-only: stdio ignores them (it takes server requests once, through
-// Inbound), and a Streamable HTTP transport implements them.
+// Dialect, Extension, Headers and OnResponseHeaders are HTTP-only: stdio
+// ignores them, and a Streamable HTTP transport implements them. Server
+// requests, whatever carries them, reach the client through Inbound.
 type RequestOptions struct {
 	// Timeout is how long to wait for the response; 0 means no limit other
 	// than ctx. When it passes, Request returns TimeoutError and the server
@@ -174,11 +172,11 @@ type RequestOptions struct {
 
 	// Dialect is the protocol dialect that built the request. HTTP-only:
 	// HTTP derives headers from it; stdio ignores it.
-	Dialect Dialect
+	Dialect PolicySource
 
 	// Extension is an optional extension for the request's method.
 	// HTTP-only: HTTP asks it for routing headers; stdio ignores it.
-	Extension Extension
+	Extension PolicySource
 
 	// Headers are request headers the caller adds, after (and over) those
 	// of Dialect and Extension: the client gives the Mcp-Session-Id of an
@@ -191,12 +189,6 @@ type RequestOptions struct {
 	// the response headers (lowercase names) before Request returns.
 	// HTTP-only: transports without headers (stdio) never call it.
 	OnResponseHeaders func([]Header)
-
-	// OnServerRequest answers requests the server sends on this request's
-	// response stream, for an HTTP transport on which no dispatcher was
-	// installed with Inbound. HTTP-only: stdio ignores it and takes the
-	// function at connect time instead (Inbound).
-	OnServerRequest ServerRequestFunc
 
 	// OnProgress, when set, receives the request's progress notifications.
 	OnProgress ProgressFunc
@@ -222,7 +214,7 @@ type NotifyOptions struct {
 	Timeout time.Duration
 	// Dialect and Headers are HTTP-only, as in RequestOptions: stdio
 	// ignores them; a Streamable HTTP transport sends the headers.
-	Dialect Dialect
+	Dialect PolicySource
 	Headers []Header
 }
 
@@ -241,7 +233,7 @@ type ListenOptions struct {
 	Timeout time.Duration
 	// Dialect and Headers are HTTP-only, as in RequestOptions: stdio
 	// ignores them; a Streamable HTTP transport sends the headers.
-	Dialect Dialect
+	Dialect PolicySource
 	Headers []Header
 
 	// MaxBuffer is the most events held for the consumer; 0 means
@@ -250,8 +242,3 @@ type ListenOptions struct {
 	// Overflow says what happens when an event arrives to a full buffer.
 	Overflow OverflowPolicy
 }
-
-// DefaultMaxServerRequests is the default number of server-to-client
-// requests whose handlers run at once: the client's limit, shared by both
-// protocol eras, and a transport's own when it is used without the client.
-const DefaultMaxServerRequests = 16

@@ -20,8 +20,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/transport"
 )
 
 const pageSize = 65536
@@ -128,7 +128,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	maxInstances := cfg.MaxInstances
 	if maxInstances <= 0 {
 		// As many as the client's handlers that may run at once.
-		maxInstances = transport.DefaultMaxServerRequests
+		maxInstances = admit.DefaultLimit
 	}
 	m.logger = h.logger.With("wasm_module", name)
 

@@ -15,16 +15,21 @@ import (
 	"github.com/snodo/snodo/transport"
 )
 
+// DefaultLimit is the default number of server requests whose handlers
+// run at once on a connection: the default of snodo.WithMaxServerRequests
+// (and of the runner's MaxServerRequests), of a transport used without the
+// client, and of the instances of a Wasm module.
+const DefaultLimit = 16
+
 // Gate counts the handlers running at once, up to a limit.
 type Gate struct {
 	slots chan struct{}
 }
 
-// New returns a Gate of limit slots; limit <= 0 means
-// transport.DefaultMaxServerRequests.
+// New returns a Gate of limit slots; limit <= 0 means DefaultLimit.
 func New(limit int) *Gate {
 	if limit <= 0 {
-		limit = transport.DefaultMaxServerRequests
+		limit = DefaultLimit
 	}
 	return &Gate{slots: make(chan struct{}, limit)}
 }

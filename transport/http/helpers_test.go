@@ -137,7 +137,7 @@ func result(id jsonrpc.ID, res string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id.AppendJSON(nil), res)
 }
 
-// fixedDialect is a transport.Dialect with fixed headers.
+// fixedDialect is a transport.PolicySource with fixed headers.
 type fixedDialect []transport.Header
 
 func (d fixedDialect) TransportPolicy(*jsonrpc.Request) transport.Policy {

@@ -6,50 +6,15 @@ import (
 	"errors"
 	"io"
 	nethttp "net/http"
-	"sync"
-	"time"
 
-	"github.com/snodo/snodo/internal/jsoncodec"
-	"github.com/snodo/snodo/internal/subbuf"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
 // errSubscriptionClosed is the cause with which a subscription's stream is
 // closed by its consumer.
 var errSubscriptionClosed = errors.New("subscription closed")
-
-// listenState is one subscriptions/listen stream.
-type listenState struct {
-	id  jsonrpc.ID
-	sub *subbuf.Buffer[transport.Event]
-
-	mu      sync.Mutex
-	acked   bool
-	settled bool
-	ack     chan listenResult // buffered
-}
-
-type listenResult struct {
-	filter json.RawMessage
-	err    error
-}
-
-func (ls *listenState) settleLocked(r listenResult) {
-	if !ls.settled {
-		ls.settled = true
-		ls.ack <- r
-	}
-}
-
-// fail ends the stream with err, which is Listen's error before the
-// acknowledgement.
-func (ls *listenState) fail(err error) {
-	ls.mu.Lock()
-	ls.settleLocked(listenResult{err: err})
-	ls.mu.Unlock()
-	ls.sub.Finish(err)
-}
 
 // Listen implements transport.Listener (2026-07-28): it POSTs req, a
 // subscriptions/listen request, and reads the SSE stream of its response:
@@ -72,74 +37,43 @@ func (ls *listenState) fail(err error) {
 func (t *Transport) Listen(ctx context.Context, req *jsonrpc.Request, opts transport.ListenOptions) (json.RawMessage, *transport.Subscription, error) {
 	r := *req
 	h := t.requestHeaders(&r, opts.Dialect, nil, opts.Headers)
-	ls := &listenState{ack: make(chan listenResult, 1)}
-
-	t.mu.Lock()
-	if t.err != nil {
-		err := t.err
-		t.mu.Unlock()
+	if err := t.Err(); err != nil {
 		return nil, nil, err
 	}
 	if !r.ID.IsValid() {
-		r.ID = t.newIDLocked()
+		r.ID = t.core.NewID()
 	}
-	ls.id = r.ID
 	body, err := jsonrpc.Encode(&r)
 	if err != nil {
-		t.mu.Unlock()
 		return nil, nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the request", Cause: err}
 	}
 	sctx, cancel := context.WithCancelCause(t.life)
-	cfg := subbuf.Config{Max: opts.MaxBuffer, Overflow: subbuf.Policy(opts.Overflow)}
-	ls.sub = subbuf.New[transport.Event](ctx, r.ID, cfg, func() error {
+	ls := rpc.NewListen(ctx, r.ID, opts, func(ls *rpc.Listen) error {
 		cancel(errSubscriptionClosed)
-		t.dropListen(ls)
+		t.core.RemoveListen(ls)
 		return nil
 	})
-	t.listens[ls] = struct{}{}
+	t.core.Mu.Lock()
+	if err := t.core.AddListenLocked(ls); err != nil {
+		t.core.Mu.Unlock()
+		cancel(err)
+		ls.Finish(err)
+		return nil, nil, err
+	}
 	t.goLocked(func() {
 		defer cancel(nil)
 		t.listenLoop(sctx, ls, body, h)
 	})
-	t.mu.Unlock()
-
-	var timerC <-chan time.Time
-	if opts.Timeout > 0 {
-		tm := time.NewTimer(opts.Timeout)
-		defer tm.Stop()
-		timerC = tm.C
-	}
-	select {
-	case res := <-ls.ack:
-		if res.err != nil {
-			ls.sub.Finish(res.err)
-			cancel(res.err)
-			t.dropListen(ls)
-			return nil, nil, res.err
-		}
-		return res.filter, (*transport.Subscription)(ls.sub), nil
-	case <-timerC:
-		ls.sub.Close()
-		return nil, nil, transport.TimeoutError(opts.Timeout)
-	case <-ctx.Done():
-		ls.sub.Close()
-		return nil, nil, transport.ContextError(ctx)
-	case <-t.done:
-		err := t.Err()
-		ls.sub.Finish(err)
-		return nil, nil, err
-	}
-}
-
-func (t *Transport) dropListen(ls *listenState) {
-	t.mu.Lock()
-	delete(t.listens, ls)
-	t.mu.Unlock()
+	t.core.Mu.Unlock()
+	return ls.Wait(ctx, opts.Timeout, t.done, t.Err, func(err error) {
+		cancel(err)
+		t.core.RemoveListen(ls)
+	})
 }
 
 // listenLoop runs a listen request's stream to its end.
-func (t *Transport) listenLoop(sctx context.Context, ls *listenState, body []byte, h nethttp.Header) {
-	defer t.dropListen(ls)
+func (t *Transport) listenLoop(sctx context.Context, ls *rpc.Listen, body []byte, h nethttp.Header) {
+	defer t.core.RemoveListen(ls)
 	fail := func(err error) {
 		if sctx.Err() != nil && t.life.Err() == nil {
 			return // closed by the consumer
@@ -147,7 +81,7 @@ func (t *Transport) listenLoop(sctx context.Context, ls *listenState, body []byt
 		if t.life.Err() != nil {
 			err = t.Err()
 		}
-		ls.fail(err)
+		ls.Fail(err)
 	}
 	resp, err := t.do(sctx, nethttp.MethodPost, body, h, "")
 	if err != nil {
@@ -156,7 +90,7 @@ func (t *Transport) listenLoop(sctx context.Context, ls *listenState, body []byt
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		r, err := t.failure(resp, h, ls.id)
+		r, err := t.failure(resp, h, ls.ID())
 		if err == nil {
 			err = r.Error
 		}
@@ -173,7 +107,7 @@ func (t *Transport) listenLoop(sctx context.Context, ls *listenState, body []byt
 		}
 		if msg, derr := jsonrpc.Decode(data); derr == nil {
 			if r, ok := msg.(*jsonrpc.Response); ok {
-				ls.respond(r)
+				ls.Respond(r)
 				return
 			}
 		}
@@ -207,82 +141,18 @@ func (t *Transport) listenLoop(sctx context.Context, ls *listenState, body []byt
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Response:
-			if m.ID == ls.id || !m.ID.IsValid() {
-				ls.respond(m)
+			if m.ID == ls.ID() || !m.ID.IsValid() {
+				ls.Respond(m)
 				return
 			}
 			t.routeResponse(m)
 		case *jsonrpc.Notification:
-			if ls.notification(m) {
+			if ls.OnStream(m) {
 				continue
 			}
-			t.notification(m)
+			t.core.RouteNotification(m)
 		case *jsonrpc.Request:
-			t.serverRequest(m, h, nil, nil)
+			t.serverRequest(m, h, nil)
 		}
 	}
-}
-
-// notification handles a notification of the stream; it reports false for
-// one that belongs to no subscription (a log message), for the transport's
-// usual routing.
-func (ls *listenState) notification(n *jsonrpc.Notification) bool {
-	switch n.Method {
-	case "notifications/message", methodProgress:
-		return false
-	case methodAcknowledged:
-		var p struct {
-			Notifications json.RawMessage `json:"notifications"`
-		}
-		_ = jsoncodec.Unmarshal(n.Params, &p)
-		ls.mu.Lock()
-		if !ls.acked {
-			ls.acked = true
-			ls.settleLocked(listenResult{filter: p.Notifications})
-		}
-		ls.mu.Unlock()
-		return true
-	case methodCancelled:
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		_ = jsoncodec.Unmarshal(n.Params, &p)
-		if id, ok := jsonrpc.ParseID(p.RequestID); ok && id == ls.id {
-			ls.mu.Lock()
-			ls.settleLocked(listenResult{err: transport.ConnectionError("the server cancelled the subscription before acknowledging it", nil)})
-			ls.mu.Unlock()
-			ls.sub.Finish(nil)
-			return true
-		}
-		return false
-	}
-	ls.mu.Lock()
-	acked := ls.acked
-	ls.mu.Unlock()
-	if acked {
-		ls.sub.Push(transport.Event{Method: n.Method, Params: n.Params})
-	}
-	return true
-}
-
-// respond handles the response to the listen request: before the
-// acknowledgement it is Listen's error; after it, the end of the stream.
-func (ls *listenState) respond(resp *jsonrpc.Response) {
-	var end error
-	if resp.Error != nil {
-		e := *resp.Error
-		if e.Kind == "" {
-			e.Kind = jsonrpc.KindServer
-		}
-		end = &e
-	}
-	ls.mu.Lock()
-	if !ls.acked {
-		if end == nil {
-			end = &jsonrpc.Error{Kind: jsonrpc.KindProtocol, Code: jsonrpc.CodeInternalError, Message: "subscriptions/listen answered before it was acknowledged"}
-		}
-		ls.settleLocked(listenResult{err: end})
-	}
-	ls.mu.Unlock()
-	ls.sub.Finish(end)
 }

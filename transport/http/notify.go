@@ -127,12 +127,12 @@ func (t *Transport) DeleteSession(ctx context.Context, opts transport.SessionOpt
 // closed once its first opening has an answer (the stream, a refusal, or a
 // failure).
 func (t *Transport) openGET(h nethttp.Header) <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.core.Mu.Lock()
+	defer t.core.Mu.Unlock()
 	if t.getReady == nil {
 		t.getReady = make(chan struct{})
 	}
-	if t.err != nil {
+	if t.core.ErrLocked() != nil {
 		return closedChan
 	}
 	if t.getStarted {
@@ -183,7 +183,7 @@ func (t *Transport) getLoop(h nethttp.Header, ready chan struct{}) {
 			}
 			sr := newSSEReader(resp.Body, t.maxMsg)
 			sr.lastID, sr.sawID = lastID, lastID != ""
-			_, events, _ := t.pump(sr, nil, h, nil)
+			_, events, _ := t.pump(sr, nil, h)
 			resp.Body.Close()
 			if sr.sawID {
 				lastID = sr.lastID

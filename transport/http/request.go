@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,21 +12,16 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/internal/progq"
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
-// Methods the transport routes itself.
-const (
-	methodProgress     = "notifications/progress"
-	methodCancelled    = "notifications/cancelled"
-	methodInitialized  = "notifications/initialized"
-	methodAcknowledged = "notifications/subscriptions/acknowledged"
-)
+// methodInitialized opens the standalone GET stream once accepted.
+const methodInitialized = "notifications/initialized"
 
 // modernVersion is the first protocol version of the stateless era: a
 // request whose MCP-Protocol-Version is this or later follows its rules.
@@ -82,6 +76,10 @@ type call struct {
 	prog *progq.Queue
 }
 
+// Token and Progress make a call an rpc.Call.
+func (cl *call) Token() jsonrpc.ID      { return cl.token }
+func (cl *call) Progress() *progq.Queue { return cl.prog }
+
 func (cl *call) setHeaders(h nethttp.Header) {
 	hs := lowerHeaders(h)
 	cl.hdrMu.Lock()
@@ -130,8 +128,7 @@ func lower(s string) string {
 // go to opts.OnResponseHeaders, lowercase, before Request returns.
 //
 // Server requests on the stream go to the dispatcher of SetInbound, or
-// else opts.OnServerRequest, or else Config.OnServerRequest, and are
-// answered with a POST. Progress for opts.ProgressToken (or the token in
+// else Config.OnServerRequest, and are answered with a POST. Progress for opts.ProgressToken (or the token in
 // params) is given to opts.OnProgress in the caller's goroutine.
 //
 // The Go error is a *jsonrpc.Error of kind transport: -32001 when
@@ -145,40 +142,18 @@ func lower(s string) string {
 func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	r := *req
 	cl := &call{method: r.Method, result: make(chan outcome, 1), values: ctx}
-	if opts.OnProgress != nil {
-		tok, ok := opts.ProgressToken, opts.ProgressToken.IsValid()
-		if !ok {
-			tok, ok = progressToken(r.Params)
-		}
-		if ok {
-			cl.token = tok
-			cl.prog = progq.New(t.maxMsg)
-		}
-	}
+	cl.token, cl.prog = rpc.Progress(&opts, r.Params, t.maxMsg)
 	h := t.requestHeaders(&r, opts.Dialect, opts.Extension, opts.Headers)
 	modern := isModern(h)
-	osr := opts.OnServerRequest
 
 	// The ID is reserved first; the body is encoded outside the lock.
-	t.mu.Lock()
-	if t.err != nil {
-		err := t.err
-		t.mu.Unlock()
+	t.core.Mu.Lock()
+	if err := t.core.AddLocked(&r.ID, cl); err != nil {
+		t.core.Mu.Unlock()
 		return nil, err
 	}
-	if !r.ID.IsValid() {
-		r.ID = t.newIDLocked()
-	}
 	cl.id = r.ID
-	if t.pending[r.ID] != nil {
-		t.mu.Unlock()
-		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
-	}
-	t.pending[r.ID] = cl
-	if cl.token.IsValid() {
-		t.progress[cl.token] = cl
-	}
-	t.mu.Unlock()
+	t.core.Mu.Unlock()
 	body, err := jsonrpc.Encode(&r)
 	if err != nil {
 		t.forget(cl)
@@ -186,7 +161,7 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	}
 	var sctx context.Context
 	sctx, cl.cancel = context.WithCancelCause(t.life)
-	if !t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern, osr) }) {
+	if !t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern) }) {
 		cl.cancel(nil)
 		t.forget(cl)
 		return nil, t.Err()
@@ -204,17 +179,8 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	return resp, err
 }
 
-func (t *Transport) newIDLocked() jsonrpc.ID {
-	for {
-		id := jsonrpc.Int64ID(t.nextID.Add(1))
-		if t.pending[id] == nil {
-			return id
-		}
-	}
-}
-
 // requestHeaders returns the protocol headers of one message.
-func (t *Transport) requestHeaders(req *jsonrpc.Request, d transport.Dialect, e transport.Extension, extra []transport.Header) nethttp.Header {
+func (t *Transport) requestHeaders(req *jsonrpc.Request, d, e transport.PolicySource, extra []transport.Header) nethttp.Header {
 	h := make(nethttp.Header, 4+len(extra))
 	if d != nil {
 		for _, x := range d.TransportPolicy(req).Headers {
@@ -294,7 +260,7 @@ func mediaType(h nethttp.Header) string {
 
 // roundTrip POSTs a request and reads its answer, delivering the outcome
 // to cl unless cl was given up first.
-func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool, osr transport.ServerRequestFunc) {
+func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool) {
 	defer cl.cancel(nil)
 	resp, err := t.do(sctx, nethttp.MethodPost, body, h, "")
 	if err != nil {
@@ -310,7 +276,7 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 	}
 	switch mediaType(resp.Header) {
 	case "text/event-stream":
-		t.readCallStream(sctx, cl, resp.Body, h, modern, osr)
+		t.readCallStream(sctx, cl, resp.Body, h, modern)
 	case "application/json":
 		data, err := readBounded(resp.Body, t.maxMsg)
 		if err != nil {
@@ -343,30 +309,19 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 
 // settle delivers the outcome of cl once, if cl is still waiting.
 func (t *Transport) settle(cl *call, o outcome) {
-	t.mu.Lock()
-	mine := t.pending[cl.id] == cl
-	if mine {
-		t.forgetLocked(cl)
-	}
-	t.mu.Unlock()
+	t.core.Mu.Lock()
+	mine := t.core.RemoveLocked(cl.id, cl)
+	t.core.Mu.Unlock()
 	if mine {
 		cl.result <- o
 	}
 }
 
+// forget removes cl from the call table, if it is still there.
 func (t *Transport) forget(cl *call) {
-	t.mu.Lock()
-	t.forgetLocked(cl)
-	t.mu.Unlock()
-}
-
-func (t *Transport) forgetLocked(cl *call) {
-	if t.pending[cl.id] == cl {
-		delete(t.pending, cl.id)
-	}
-	if cl.token.IsValid() && t.progress[cl.token] == cl {
-		delete(t.progress, cl.token)
-	}
+	t.core.Mu.Lock()
+	t.core.RemoveLocked(cl.id, cl)
+	t.core.Mu.Unlock()
 }
 
 // connError is the -32000 error of a failed exchange; after Close, the
@@ -446,12 +401,12 @@ func capString(s string, cut ...bool) string {
 // readCallStream reads a request's SSE stream until its response; in the
 // initialize era a stream that breaks first is resumed with GET and
 // Last-Event-ID.
-func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadCloser, h nethttp.Header, modern bool, osr transport.ServerRequestFunc) {
+func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadCloser, h nethttp.Header, modern bool) {
 	sr := newSSEReader(body, t.maxMsg)
 	defer func() { body.Close() }()
 	resumes := 0
 	for {
-		done, events, err := t.pump(sr, cl, h, osr)
+		done, events, err := t.pump(sr, cl, h)
 		if done || sctx.Err() != nil {
 			return
 		}
@@ -544,7 +499,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // pump dispatches the events of an SSE stream until owner's response (done)
 // or the stream's end (err, io.EOF for a clean end). owner nil reads the
 // whole stream. events counts the messages read.
-func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header, osr transport.ServerRequestFunc) (done bool, events int, err error) {
+func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header) (done bool, events int, err error) {
 	for {
 		ev, err := sr.next()
 		if err != nil {
@@ -569,106 +524,36 @@ func (t *Transport) pump(sr *sseReader, owner *call, h nethttp.Header, osr trans
 			}
 			t.routeResponse(m)
 		case *jsonrpc.Request:
-			t.serverRequest(m, h, osr, owner)
+			t.serverRequest(m, h, owner)
 		case *jsonrpc.Notification:
-			t.notification(m)
+			t.core.RouteNotification(m)
 		}
 	}
 }
 
 // routeResponse delivers a response that arrived on another request's
-// stream (or the GET stream) to its request.
+// stream (or the GET stream) to its request or listen.
 func (t *Transport) routeResponse(r *jsonrpc.Response) {
-	t.mu.Lock()
-	cl := t.pending[r.ID]
-	t.mu.Unlock()
-	if cl != nil {
-		t.settle(cl, outcome{resp: r})
+	cl, ok, ls := t.core.TakeResponse(r)
+	switch {
+	case ok:
+		cl.result <- outcome{resp: r}
+	case ls != nil:
+		ls.Respond(r)
 	}
-}
-
-// routing is what the transport reads of a notification's params.
-type routing struct {
-	ProgressToken json.RawMessage `json:"progressToken"`
-	RequestID     json.RawMessage `json:"requestId"`
-}
-
-func (t *Transport) notification(n *jsonrpc.Notification) {
-	var rt routing
-	if len(n.Params) > 0 {
-		_ = jsoncodec.Unmarshal(n.Params, &rt)
-	}
-	switch n.Method {
-	case methodProgress:
-		if id, ok := jsonrpc.ParseID(rt.ProgressToken); ok {
-			t.mu.Lock()
-			cl := t.progress[id]
-			t.mu.Unlock()
-			if cl != nil {
-				cl.prog.Push(n.Params)
-				return
-			}
-		}
-	case methodCancelled:
-		if id, ok := jsonrpc.ParseID(rt.RequestID); ok {
-			t.mu.Lock()
-			cancel := t.serverReqs[id]
-			t.mu.Unlock()
-			if cancel != nil {
-				cancel()
-				return
-			}
-		}
-	}
-	t.mu.Lock()
-	hook := t.onNotify
-	t.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
-}
-
-// progressToken returns params._meta.progressToken.
-func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
-	if len(params) == 0 {
-		return jsonrpc.ID{}, false
-	}
-	var p struct {
-		Meta *struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	if jsoncodec.Unmarshal(params, &p) != nil || p.Meta == nil {
-		return jsonrpc.ID{}, false
-	}
-	return jsonrpc.ParseID(p.Meta.ProgressToken)
 }
 
 // await waits for cl's outcome, delivering its progress.
 func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestOptions, h nethttp.Header, modern bool) (*jsonrpc.Response, error) {
-	var progReady <-chan struct{} // nil (never ready) without progress
-	if cl.prog != nil {
-		progReady = cl.prog.Ready()
-	}
-	resetOnProgress := opts.ResetTimeoutOnProgress && cl.prog != nil
-	var totalDeadline time.Time
-	if resetOnProgress && opts.MaxTotalTimeout > 0 {
-		totalDeadline = time.Now().Add(opts.MaxTotalTimeout)
-	}
+	var pol rpc.Await // the timeout, its reset by progress, the delivery
+	pol.Start(&opts, cl.prog)
 	var (
-		timer    *time.Timer
-		timerC   <-chan time.Time
-		hitTotal bool
+		timer  *time.Timer
+		timerC <-chan time.Time
 	)
 	arm := func() {
-		d := opts.Timeout
-		hitTotal = false
-		if !totalDeadline.IsZero() {
-			if left := time.Until(totalDeadline); d <= 0 || left <= d {
-				d, hitTotal = max(left, 0), true
-			}
-		}
-		if d <= 0 && !hitTotal {
+		d, ok := pol.Next()
+		if !ok {
 			return
 		}
 		if timer == nil {
@@ -682,41 +567,23 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 	if timer != nil {
 		defer timer.Stop()
 	}
-	var progBuf []json.RawMessage
-	deliver := func() error {
-		progBuf = cl.prog.Take(progBuf)
-		for i, p := range progBuf {
-			progBuf[i] = nil
-			if err := progq.Call(opts.OnProgress, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	for {
 		select {
 		case o := <-cl.result:
-			if cl.prog != nil {
-				if err := deliver(); err != nil {
-					return nil, err
-				}
+			if err := pol.Deliver(); err != nil {
+				return nil, err
 			}
 			return o.resp, o.err
-		case <-progReady:
-			if err := deliver(); err != nil {
+		case <-pol.Ready():
+			if err := pol.Deliver(); err != nil {
 				t.abort(cl, h, modern, "progress function failed: "+err.Error())
 				return nil, err
 			}
-			if resetOnProgress {
+			if pol.ResetOnProgress() {
 				arm()
 			}
 		case <-timerC:
-			var err *jsonrpc.Error
-			if hitTotal {
-				err = transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
-			} else {
-				err = transport.TimeoutError(opts.Timeout)
-			}
+			err := pol.TimeoutError()
 			t.abort(cl, h, modern, err.Message)
 			return nil, err
 		case <-ctx.Done():
@@ -745,10 +612,7 @@ func (t *Transport) abort(cl *call, h nethttp.Header, modern bool, reason string
 	if modern || cl.method == "initialize" {
 		return
 	}
-	params := append([]byte(`{"requestId":`), cl.id.AppendJSON(nil)...)
-	r, _ := json.Marshal(reason)
-	params = append(append(append(params, `,"reason":`...), r...), '}')
-	body, err := jsonrpc.Encode(&jsonrpc.Notification{Method: methodCancelled, Params: params})
+	body, err := jsonrpc.Encode(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(cl.id, reason)})
 	if err != nil {
 		return
 	}

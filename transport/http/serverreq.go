@@ -2,14 +2,10 @@ package http
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	nethttp "net/http"
-	"sync/atomic"
 
-	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
 // answerTimeout bounds the POST of an answer to a server request.
@@ -23,41 +19,18 @@ const answerTimeout = cancelTimeout
 // 2026-07-28 input request's handler does, so that it can tell which call
 // the request relates to. It ends with the transport or the server's
 // cancellation, not with the call.
-func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, osr transport.ServerRequestFunc, owner *call) {
-	t.mu.Lock()
-	if t.err != nil {
-		t.mu.Unlock()
-		return
+func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, owner *call) {
+	sr, dispatch := t.core.StartServerRequest(t.life, req)
+	if sr == nil {
+		return // the transport has stopped
 	}
-	dispatch := t.onRequest
-	if !t.inbound && osr != nil {
-		dispatch = admit.Serve(osr, t.gate)
-	}
-	ctx, cancel := context.WithCancel(t.life)
+	var ctx context.Context = sr.Ctx
 	if owner != nil && owner.values != nil {
 		ctx = relatedContext{ctx, owner.values}
 	}
-	if _, dup := t.serverReqs[req.ID]; !dup {
-		t.serverReqs[req.ID] = cancel
-	}
-	t.mu.Unlock()
-
 	bh := baseHeaders(h)
-	var replied atomic.Bool
-	work := dispatch(ctx, req, func(result json.RawMessage, err error) {
-		if !replied.CompareAndSwap(false, true) {
-			return
-		}
-		defer cancel()
-		t.mu.Lock()
-		delete(t.serverReqs, req.ID)
-		t.mu.Unlock()
-		// A request the server cancelled, or a closed transport, gets no
-		// answer.
-		if ctx.Err() != nil {
-			return
-		}
-		body := encodeAnswer(req.ID, result, err)
+	work := dispatch(ctx, req, t.core.Reply(sr, func(resp *jsonrpc.Response) {
+		body := rpc.EncodeAnswer(resp)
 		send := func() {
 			actx, acancel := context.WithTimeout(t.life, answerTimeout)
 			defer acancel()
@@ -75,34 +48,10 @@ func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, osr tr
 		default:
 			send()
 		}
-	})
+	}))
 	if work != nil {
 		go work()
 	}
-}
-
-// encodeAnswer encodes the response to a server request: an error that is
-// not a *jsonrpc.Error as -32603 with its text, a nil result as {}, a
-// result that is not JSON as -32603.
-func encodeAnswer(id jsonrpc.ID, result json.RawMessage, err error) []byte {
-	resp := &jsonrpc.Response{ID: id}
-	switch {
-	case err != nil:
-		var je *jsonrpc.Error
-		if !errors.As(err, &je) {
-			je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-		resp.Error = je
-	case len(result) == 0:
-		resp.Result = json.RawMessage("{}")
-	default:
-		resp.Result = result
-	}
-	body, eerr := jsonrpc.Encode(resp)
-	if eerr != nil {
-		body, _ = jsonrpc.Encode(jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "invalid answer: " + eerr.Error()}))
-	}
-	return body
 }
 
 // relatedContext is a server request's context that also carries the

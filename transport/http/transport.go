@@ -9,12 +9,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
 // DefaultMaxMessageBytes is the default of Config.MaxMessageBytes: 16 MiB,
@@ -56,14 +56,12 @@ type Config struct {
 	// The headers of the protocol (MCP-Protocol-Version, Mcp-Session-Id,
 	// Mcp-Method, …) take precedence over it.
 	Header nethttp.Header
-	// MaxServerRequests is the most server requests whose functions run at
-	// once when the transport is used without snodo.Client; 0 means
-	// transport.DefaultMaxServerRequests. The client installs its own
-	// admission with SetInbound, under its own limit.
-	MaxServerRequests int
 	// OnServerRequest answers server requests when the transport is used
 	// without snodo.Client (initialize era: the server's requests on SSE
-	// streams). nil answers -32601.
+	// streams), at most 16 at once: a request over that limit, or a
+	// function that panics, is answered with -32603. nil answers -32601.
+	// The client replaces it with its own admission (SetInbound), under
+	// its one limit (snodo.WithMaxServerRequests).
 	OnServerRequest transport.ServerRequestFunc
 	// OnNotification receives the server's notifications that are not
 	// routed to a request (progress) or a subscription, when the transport
@@ -83,10 +81,7 @@ type Transport struct {
 	own     *nethttp.Transport // the default client's transport, nil otherwise
 	header  nethttp.Header
 	maxMsg  int
-	gate    *admit.Gate
 	answers chan struct{} // slots for answering server requests in the background
-
-	nextID atomic.Int64
 
 	life     context.Context // ends at Close; every HTTP request runs under it
 	stopLife context.CancelCauseFunc
@@ -94,15 +89,10 @@ type Transport struct {
 	stopOnce sync.Once
 	wg       sync.WaitGroup // background goroutines; Add only under mu while running
 
-	mu         sync.Mutex
-	err        error // why the transport stopped; nil while running
-	pending    map[jsonrpc.ID]*call
-	progress   map[jsonrpc.ID]*call
-	listens    map[*listenState]struct{}
-	serverReqs map[jsonrpc.ID]context.CancelFunc
-	onRequest  transport.DispatchFunc
-	inbound    bool // SetInbound was called
-	onNotify   transport.NotificationFunc
+	// core is the call table, the routing of what the server sends, the
+	// listens and server requests, and the transport's error. Its Mu also
+	// guards the fields below and the Add of wg.
+	core       rpc.Core[*call]
 	getStarted bool
 	getReady   chan struct{} // closed once the first GET has its answer (or failed)
 }
@@ -132,8 +122,8 @@ func New(cfg Config) (*Transport, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("http: Config.URL %q has no host", redact.URL(cfg.URL))
 	}
-	if cfg.MaxMessageBytes < 0 || cfg.MaxServerRequests < 0 {
-		return nil, errors.New("http: Config.MaxMessageBytes and MaxServerRequests must not be negative")
+	if cfg.MaxMessageBytes < 0 {
+		return nil, fmt.Errorf("http: Config.MaxMessageBytes must not be negative, not %d", cfg.MaxMessageBytes)
 	}
 	for name, values := range cfg.Header {
 		for _, v := range values {
@@ -143,23 +133,17 @@ func New(cfg Config) (*Transport, error) {
 		}
 	}
 	t := &Transport{
-		url:        u.String(),
-		client:     cfg.HTTPClient,
-		header:     cfg.Header.Clone(),
-		maxMsg:     cfg.MaxMessageBytes,
-		gate:       admit.New(cfg.MaxServerRequests),
-		done:       make(chan struct{}),
-		pending:    make(map[jsonrpc.ID]*call),
-		progress:   make(map[jsonrpc.ID]*call),
-		listens:    make(map[*listenState]struct{}),
-		serverReqs: make(map[jsonrpc.ID]context.CancelFunc),
-		onNotify:   cfg.OnNotification,
+		url:    u.String(),
+		client: cfg.HTTPClient,
+		header: cfg.Header.Clone(),
+		maxMsg: cfg.MaxMessageBytes,
+		done:   make(chan struct{}),
 	}
 	if t.maxMsg == 0 {
 		t.maxMsg = DefaultMaxMessageBytes
 	}
-	t.answers = make(chan struct{}, 2*t.gate.Limit())
-	t.onRequest = admit.Serve(cfg.OnServerRequest, t.gate)
+	t.answers = make(chan struct{}, 2*admit.DefaultLimit)
+	t.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
 	if t.client == nil {
 		t.own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
 		t.own.ForceAttemptHTTP2 = true
@@ -272,16 +256,11 @@ func (t *Transport) CarriesHeaders() bool { return true }
 
 // SetInbound implements transport.Inbound: onRequest receives every server
 // request that arrives on any stream (the standalone GET stream and the
-// response streams of requests), instead of Config.OnServerRequest and
-// RequestOptions.OnServerRequest; onNotification receives the
+// response streams of requests), instead of Config.OnServerRequest;
+// onNotification receives the
 // notifications not routed to a request or a subscription.
 func (t *Transport) SetInbound(onRequest transport.DispatchFunc, onNotification transport.NotificationFunc) {
-	if onRequest == nil {
-		onRequest = admit.Serve(nil, nil)
-	}
-	t.mu.Lock()
-	t.onRequest, t.onNotify, t.inbound = onRequest, onNotification, true
-	t.mu.Unlock()
+	t.core.SetInbound(onRequest, onNotification)
 }
 
 // Close stops the transport: requests in flight and later ones fail with a
@@ -297,15 +276,15 @@ func (t *Transport) Close() error {
 
 func (t *Transport) stop(err *jsonrpc.Error) {
 	t.stopOnce.Do(func() {
-		t.mu.Lock()
-		t.err = err
-		listens := t.listens
-		t.listens = make(map[*listenState]struct{})
-		t.mu.Unlock()
+		t.core.Mu.Lock()
+		// The calls waiting see done; a response settled before it is in
+		// their channel.
+		_, listens := t.core.StopLocked(err)
+		t.core.Mu.Unlock()
 		close(t.done)
 		t.stopLife(err)
-		for ls := range listens {
-			ls.fail(err)
+		for _, ls := range listens {
+			ls.Fail(err)
 		}
 		t.wg.Wait()
 		if t.own != nil {
@@ -320,17 +299,10 @@ func (t *Transport) Done() <-chan struct{} { return t.done }
 
 // Err returns why the transport stopped (a -32000 *jsonrpc.Error), or nil
 // while it runs.
-func (t *Transport) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.err == nil {
-		return nil
-	}
-	return t.err
-}
+func (t *Transport) Err() error { return t.core.Err() }
 
-// goLocked starts fn as a background goroutine that Close waits for. t.mu
-// must be held, and the transport running.
+// goLocked starts fn as a background goroutine that Close waits for.
+// t.core.Mu must be held, and the transport running.
 func (t *Transport) goLocked(fn func()) {
 	t.wg.Add(1)
 	go func() {
@@ -339,12 +311,12 @@ func (t *Transport) goLocked(fn func()) {
 	}()
 }
 
-// goTracked is goLocked taking t.mu; it reports false, without starting
-// fn, when the transport has stopped.
+// goTracked is goLocked taking t.core.Mu; it reports false, without
+// starting fn, when the transport has stopped.
 func (t *Transport) goTracked(fn func()) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.err != nil {
+	t.core.Mu.Lock()
+	defer t.core.Mu.Unlock()
+	if t.core.ErrLocked() != nil {
 		return false
 	}
 	t.goLocked(fn)

@@ -16,6 +16,7 @@ import (
 	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
 // DefaultMaxQueuedBytes is the default of Config.MaxQueuedBytes: four
@@ -74,19 +75,13 @@ type Config struct {
 	// discarded as it arrives, so the request it answered times out; later
 	// responses are unaffected.
 	MaxLineBytes int
-	// MaxServerRequests is the most server-to-client requests whose
-	// functions run at once; 0 means transport.DefaultMaxServerRequests. A
-	// request over the limit is answered with -32603 without running the
-	// function.
-	//
-	// The limit applies to OnServerRequest. The Snodo client installs its
-	// own dispatcher with SetInbound, which admits server requests under
-	// the client's limit instead (snodo.WithMaxServerRequests), shared with
-	// the input requests of the 2026-07-28 era.
-	MaxServerRequests int
-	// OnServerRequest answers the requests the server sends to the client,
-	// each in its own goroutine. A function that panics is answered with
-	// -32603. nil answers -32601 to every server-to-client request.
+	// OnServerRequest answers the requests the server sends to the
+	// client when the connection is used without the Snodo client, at
+	// most 16 at once: a request over that limit, or a function that
+	// panics, is answered with -32603. nil answers -32601 to every
+	// server-to-client request. The Snodo client replaces it with its own
+	// admission (SetInbound), under its one limit
+	// (snodo.WithMaxServerRequests) shared by both protocol eras.
 	OnServerRequest transport.ServerRequestFunc
 	// OnNotification receives the server's notifications that are not
 	// routed to a request (progress) or a subscription (events). It runs in
@@ -128,8 +123,6 @@ type Conn struct {
 	rawStdin syscall.RawConn // stdin, for the non-blocking fast path
 	fast     fastWrite       // the fast path's write, under writeMu
 
-	nextID atomic.Int64
-
 	// Reading stdout (see reader.go).
 	lr         *jsonrpc.LineReader // used by the holder of the baton only
 	baton      chan struct{}       // holds the baton while it is free
@@ -138,17 +131,13 @@ type Conn struct {
 	watchDelay atomic.Int64        // watchDelay, as a time.Duration (tests change it)
 	grace      atomic.Int64        // end of reading after the server's exit (UnixNano); 0: not exited
 
-	mu         sync.Mutex
-	pending    map[jsonrpc.ID]*call          // requests waiting for a response
-	progress   map[jsonrpc.ID]*call          // by progress token
+	// core is the call table, the routing of what the server sends, the
+	// listens and server requests, and the connection's error. Its Mu
+	// also guards the watches below and stopOwner.
+	core       rpc.Core[*call]
 	watches    map[<-chan struct{}]*ctxWatch // the contexts of pending calls, by Done channel
 	spareWatch *ctxWatch                     // a watch stopped before it ran, for the next one
-	listens    map[jsonrpc.ID]*listenState   // subscriptions/listen by request ID
-	serverReqs map[jsonrpc.ID]*serverRequest // running server-request functions
-	onRequest  transport.DispatchFunc
-	onNotify   transport.NotificationFunc
-	err        error        // why the connection stopped; nil while running
-	npending   atomic.Int32 // len(pending), read without mu
+	sendAnswer func(*jsonrpc.Response)       // c.answer, made once
 
 	done       chan struct{} // closed when the connection stops
 	stopOnce   sync.Once
@@ -217,20 +206,17 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	outW.Close()
 
 	c := &Conn{
-		cmd:        cmd,
-		stdin:      inW,
-		stdout:     outR,
-		maxLine:    cfg.MaxLineBytes,
-		pending:    make(map[jsonrpc.ID]*call),
-		progress:   make(map[jsonrpc.ID]*call),
-		watches:    make(map[<-chan struct{}]*ctxWatch),
-		listens:    make(map[jsonrpc.ID]*listenState),
-		serverReqs: make(map[jsonrpc.ID]*serverRequest),
-		onRequest:  admit.Serve(cfg.OnServerRequest, admit.New(cfg.MaxServerRequests)),
-		onNotify:   cfg.OnNotification,
-		done:       make(chan struct{}),
-		exited:     make(chan struct{}),
+		cmd:     cmd,
+		stdin:   inW,
+		stdout:  outR,
+		maxLine: cfg.MaxLineBytes,
+		watches: make(map[<-chan struct{}]*ctxWatch),
+		done:    make(chan struct{}),
+		exited:  make(chan struct{}),
 	}
+	c.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
+	c.core.OnRemove = c.unwatchLocked
+	c.sendAnswer = c.answer
 	if c.maxLine <= 0 {
 		c.maxLine = jsonrpc.DefaultMaxLineBytes
 	}
@@ -254,9 +240,9 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	go c.writeLoop()
 	go c.background() // holding the baton from the start
 	stopOwner := context.AfterFunc(ctx, func() { c.CloseWithCause(context.Cause(ctx)) })
-	c.mu.Lock()
+	c.core.Mu.Lock()
 	c.stopOwner = stopOwner
-	c.mu.Unlock()
+	c.core.Mu.Unlock()
 	return c, nil
 }
 
@@ -280,15 +266,10 @@ func environ(base []string, changes []EnvVar) []string {
 }
 
 // SetInbound replaces the dispatcher of server-to-client requests (and with
-// it Config.OnServerRequest and its MaxServerRequests limit) and the
-// receiver of unrouted notifications, for messages that arrive after it.
+// it Config.OnServerRequest) and the receiver of unrouted notifications,
+// for messages that arrive after it.
 func (c *Conn) SetInbound(onRequest transport.DispatchFunc, onNotification transport.NotificationFunc) {
-	if onRequest == nil {
-		onRequest = admit.Serve(nil, nil)
-	}
-	c.mu.Lock()
-	c.onRequest, c.onNotify = onRequest, onNotification
-	c.mu.Unlock()
+	c.core.SetInbound(onRequest, onNotification)
 }
 
 // Close closes the server's stdin. An MCP stdio server exits at EOF after
@@ -321,11 +302,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err returns why the connection stopped: a -32000 *jsonrpc.Error whose
 // cause is the reason. It is nil while the connection runs.
-func (c *Conn) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
+func (c *Conn) Err() error { return c.core.Err() }
 
 // Pid returns the server's process ID.
 func (c *Conn) Pid() int { return c.cmd.Process.Pid }
@@ -362,23 +339,16 @@ func (c *Conn) waitLoop() {
 // stop stops the connection with err (a -32000 error), once.
 func (c *Conn) stop(err *jsonrpc.Error) {
 	c.stopOnce.Do(func() {
-		c.mu.Lock()
-		c.err = err
+		c.core.Mu.Lock()
 		// Every call still pending is claimed here, and sent the
 		// connection's sentinel: its caller waits on its response channel
-		// alone. No call is added once err is set.
-		calls := make([]*call, 0, len(c.pending))
-		for _, cl := range c.pending {
-			calls = append(calls, cl)
+		// alone. No call is added once the error is set.
+		calls, listens := c.core.StopLocked(err)
+		for _, cl := range calls {
 			c.unwatchLocked(cl)
 		}
-		clear(c.pending)
-		clear(c.progress) // the calls with progress are pending ones
-		c.npending.Store(0)
-		listens := c.listens
-		c.listens = make(map[jsonrpc.ID]*listenState)
 		stopOwner := c.stopOwner
-		c.mu.Unlock()
+		c.core.Mu.Unlock()
 		// Sent before done is closed: a caller that sees the connection
 		// stopped finds its value in its channel.
 		for _, cl := range calls {
@@ -392,7 +362,7 @@ func (c *Conn) stop(err *jsonrpc.Error) {
 		// a writer blocked on a server that does not read.
 		c.stdin.Close()
 		for _, ls := range listens {
-			ls.fail(err)
+			ls.Fail(err)
 		}
 		if stopOwner != nil {
 			stopOwner()

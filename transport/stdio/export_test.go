@@ -28,4 +28,4 @@ func TakeBaton(c *Conn) (giveBack func(), ok bool) {
 }
 
 // Pending returns how many requests wait for their responses.
-func Pending(c *Conn) int { return int(c.npending.Load()) }
+func Pending(c *Conn) int { return int(c.core.Pending()) }

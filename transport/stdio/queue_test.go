@@ -257,12 +257,14 @@ func TestServerRequestFloodAnswersBoundedByQueueLimit(t *testing.T) {
 	var answered atomic.Int64
 	cfg := config("stall")
 	cfg.MaxQueuedBytes = limit
-	cfg.MaxServerRequests = count
-	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-		answered.Add(1)
-		return answer, nil
-	}
 	c := connectHanging(t, cfg)
+	// Each request is answered at once, in the reader, so that none is
+	// refused over the admission limit.
+	c.SetInbound(func(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
+		answered.Add(1)
+		reply(answer, nil)
+		return nil
+	}, nil)
 	call(t, c, "test/flood", map[string]any{"count": count, "method": "ping"}, transport.RequestOptions{})
 	deadline := time.Now().Add(30 * time.Second)
 	for answered.Load() < count {

@@ -1,40 +1,19 @@
 package stdio
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
-	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
-)
-
-// Methods the reader routes itself.
-const (
-	methodProgress     = "notifications/progress"
-	methodCancelled    = "notifications/cancelled"
-	methodAcknowledged = "notifications/subscriptions/acknowledged"
 )
 
 // exitReportWait is how long the end of stdout waits for the server's exit
 // status, to say how it ended.
 const exitReportWait = 100 * time.Millisecond
-
-// routing is what the reader looks at in a notification's params.
-type routing struct {
-	Meta *struct {
-		// SubscriptionID names the notification's subscription: the ID
-		// of its subscriptions/listen request.
-		SubscriptionID json.RawMessage `json:"io.modelcontextprotocol/subscriptionId"`
-	} `json:"_meta"`
-	ProgressToken json.RawMessage `json:"progressToken"`
-	RequestID     json.RawMessage `json:"requestId"`
-	Notifications json.RawMessage `json:"notifications"`
-}
 
 // Reading stdout. Whoever holds the baton reads: a caller of Request
 // waiting for its response, which then needs no other goroutine to wake it,
@@ -147,7 +126,7 @@ func (c *Conn) letGo() bool {
 	c.baton <- struct{}{} // never blocks: only the holder releases
 	// A caller counts itself among the pending calls before it tries the
 	// baton: if it failed to take it, it is counted here.
-	if c.stopped() != nil || c.npending.Load() > 0 {
+	if c.stopped() != nil || c.core.Pending() > 0 {
 		select {
 		case <-c.baton:
 			return true
@@ -216,7 +195,7 @@ func (c *Conn) background() {
 			return
 		case st == readWoken:
 			c.armRead(time.Time{})
-		case routed && c.stopped() == nil && c.npending.Load() == 0:
+		case routed && c.stopped() == nil && c.core.Pending() == 0:
 			if !c.letGo() {
 				return
 			}
@@ -250,88 +229,18 @@ func (c *Conn) dispatch(msg jsonrpc.Message, holder *holdState) (routed bool, in
 	case *jsonrpc.Request:
 		return false, c.handleServerRequest(m, holder)
 	case *jsonrpc.Notification:
-		c.handleNotification(m)
+		c.core.RouteNotification(m)
 	}
 	return false, nil
 }
 
 func (c *Conn) handleResponse(resp *jsonrpc.Response) bool {
-	c.mu.Lock()
-	cl := c.pending[resp.ID]
-	var ls *listenState
-	if cl != nil {
-		c.forgetLocked(cl)
-	} else if ls = c.listens[resp.ID]; ls != nil {
-		delete(c.listens, resp.ID)
-	}
-	c.mu.Unlock()
+	cl, ok, ls := c.core.TakeResponse(resp)
 	switch {
-	case cl != nil:
+	case ok:
 		cl.resp <- resp // buffered; claimed, so sent nothing else
 	case ls != nil:
-		ls.respond(resp)
+		ls.Respond(resp)
 	}
-	return cl != nil
-}
-
-func (c *Conn) handleNotification(n *jsonrpc.Notification) {
-	var rt routing
-	if len(n.Params) > 0 {
-		// Params that do not parse are not routed; the hook may see them.
-		_ = jsoncodec.Unmarshal(n.Params, &rt)
-	}
-	switch n.Method {
-	case methodProgress:
-		if id, ok := jsonrpc.ParseID(rt.ProgressToken); ok {
-			c.mu.Lock()
-			cl := c.progress[id]
-			c.mu.Unlock()
-			if cl != nil {
-				cl.prog.Push(n.Params)
-				return
-			}
-		}
-	case methodCancelled:
-		if id, ok := jsonrpc.ParseID(rt.RequestID); ok && c.cancelledByServer(id) {
-			return
-		}
-	}
-	if rt.Meta != nil {
-		if id, ok := jsonrpc.ParseID(rt.Meta.SubscriptionID); ok {
-			c.mu.Lock()
-			ls := c.listens[id]
-			c.mu.Unlock()
-			if ls != nil {
-				ls.notify(n, rt.Notifications)
-				return
-			}
-		}
-	}
-	c.mu.Lock()
-	hook := c.onNotify
-	c.mu.Unlock()
-	if hook != nil {
-		hook(n)
-	}
-}
-
-// cancelledByServer handles a notifications/cancelled from the server for
-// id: it cancels the server-to-client request running under that ID, or
-// ends the subscription opened by the listen request with that ID. It
-// reports whether id named either.
-func (c *Conn) cancelledByServer(id jsonrpc.ID) bool {
-	c.mu.Lock()
-	sr := c.serverReqs[id]
-	ls := c.listens[id]
-	if ls != nil {
-		delete(c.listens, id)
-	}
-	c.mu.Unlock()
-	if sr != nil {
-		sr.cancel()
-	}
-	if ls != nil {
-		ls.endByServer()
-	}
-	return sr != nil || ls != nil
+	return ok
 }

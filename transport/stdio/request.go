@@ -2,15 +2,13 @@ package stdio
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
-	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/internal/progq"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
 // call is one request waiting for its response.
@@ -43,6 +41,10 @@ type call struct {
 	watchPrev, watchNext *call
 }
 
+// Token and Progress make a call an rpc.Call.
+func (cl *call) Token() jsonrpc.ID      { return cl.token }
+func (cl *call) Progress() *progq.Queue { return cl.prog }
+
 // ctxWatch watches a context for the pending calls made with it (by its
 // Done channel): when it ends, it claims them all and sends each
 // respContext. Callers usually share a context: one context.AfterFunc
@@ -60,7 +62,7 @@ func (w *ctxWatch) fire() { w.c.contextEnded(w) }
 
 // watchLocked counts cl among the pending calls made with ctx, whose Done
 // channel is done (not nil), starting a watch of ctx if there is none.
-// The context's lock is taken under c.mu, never the other way round: the
+// The context's lock is taken under c.core.Mu, never the other way round: the
 // watch's function runs in a goroutine of its own.
 func (c *Conn) watchLocked(ctx context.Context, done <-chan struct{}, cl *call) {
 	w := c.watches[done]
@@ -111,16 +113,16 @@ func (c *Conn) unwatchLocked(cl *call) {
 // among their callers.
 func (c *Conn) contextEnded(w *ctxWatch) {
 	var calls []*call
-	c.mu.Lock()
+	c.core.Mu.Lock()
 	if c.watches[w.done] == w {
-		// Each call leaves the list as it is claimed; the last stops the
-		// watch.
+		// Each call leaves the list as it is claimed (the core's OnRemove
+		// unwatches it); the last stops the watch.
 		for cl := w.calls; cl != nil; cl = w.calls {
 			calls = append(calls, cl)
-			c.forgetLocked(cl)
+			c.core.RemoveLocked(cl.id, cl)
 		}
 	}
-	c.mu.Unlock()
+	c.core.Mu.Unlock()
 	for _, cl := range calls {
 		cl.resp <- respContext
 	}
@@ -139,7 +141,7 @@ var (
 	respStopped = &jsonrpc.Response{} // the connection stopped (Conn.stop)
 )
 
-// claim removes cl from c.pending if it is still there, and reports whether
+// claim removes cl from the call table if it is still there, and reports whether
 // it did. Whoever claims a call, and only they, sends it its one value:
 // the reader its response (handleResponse), the timer and the context's
 // watch their sentinels, Conn.stop the connection's, so a call gets
@@ -147,12 +149,9 @@ var (
 // that gives up itself (its context, its deadline) claims its call too,
 // and then needs no value; if it loses, it takes the winner's.
 func (c *Conn) claim(cl *call) bool {
-	c.mu.Lock()
-	ok := c.pending[cl.id] == cl
-	if ok {
-		c.forgetLocked(cl)
-	}
-	c.mu.Unlock()
+	c.core.Mu.Lock()
+	ok := c.core.RemoveLocked(cl.id, cl)
+	c.core.Mu.Unlock()
 	return ok
 }
 
@@ -189,46 +188,24 @@ func (cl *call) timedOut() {
 // request on the server, and Request returns that error (a panic becomes a
 // -32603 error of kind handler).
 //
-// Note: RequestOptions.Dialect, Extension, Headers, OnResponseHeaders and
-// OnServerRequest are for transports with headers or per-request server
-// requests; stdio ignores them (see Config.OnServerRequest and SetInbound).
+// Note: RequestOptions.Dialect, Extension, Headers and OnResponseHeaders
+// are for transports with headers; stdio ignores them.
 func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport.RequestOptions) (*jsonrpc.Response, error) {
 	cl := callPool.Get().(*call)
 	r := &cl.req
 	*r = *req
-	if opts.OnProgress != nil {
-		tok, ok := opts.ProgressToken, opts.ProgressToken.IsValid()
-		if !ok {
-			tok, ok = progressToken(r.Params)
-		}
-		if ok {
-			cl.token = tok
-			cl.prog = progq.New(c.maxLine)
-		}
-	}
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
+	cl.token, cl.prog = rpc.Progress(&opts, r.Params, c.maxLine)
+	c.core.Mu.Lock()
+	if err := c.core.AddLocked(&r.ID, cl); err != nil {
+		c.core.Mu.Unlock()
 		return nil, err
-	}
-	if !r.ID.IsValid() {
-		r.ID = c.newIDLocked() // in flight nowhere
-	} else if c.pending[r.ID] != nil || c.listens[r.ID] != nil {
-		c.mu.Unlock()
-		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("request id %v is already in flight", r.ID)}
 	}
 	cl.id = r.ID
 	cl.conn = c
-	c.pending[r.ID] = cl
-	c.npending.Store(int32(len(c.pending)))
-	if cl.token.IsValid() {
-		c.progress[cl.token] = cl
-	}
 	if done := ctx.Done(); done != nil {
 		c.watchLocked(ctx, done, cl)
 	}
-	c.mu.Unlock()
+	c.core.Mu.Unlock()
 
 	om, err := c.send(r, false)
 	cl.req = jsonrpc.Request{} // encoded: not needed any more
@@ -261,17 +238,6 @@ func (cl *call) recycle() {
 	callPool.Put(cl)
 }
 
-// newIDLocked returns an integer ID that no request in flight uses, not
-// even one whose caller chose it.
-func (c *Conn) newIDLocked() jsonrpc.ID {
-	for {
-		id := jsonrpc.Int64ID(c.nextID.Add(1))
-		if c.pending[id] == nil && (len(c.listens) == 0 || c.listens[id] == nil) {
-			return id
-		}
-	}
-}
-
 // await waits for cl's response, delivering its progress. When nobody
 // else reads stdout, it reads it itself (see reader.go): it holds the
 // baton, routing whatever arrives, until its own response comes, and then
@@ -283,18 +249,11 @@ func (c *Conn) newIDLocked() jsonrpc.ID {
 // send it a sentinel rather than being watched in a select, which with
 // many callers waiting costs more than the rest of the wait.
 func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.RequestOptions) (*jsonrpc.Response, error) {
-	var progReady <-chan struct{} // nil (never ready) without progress
-	if cl.prog != nil {
-		progReady = cl.prog.Ready()
-	}
-	resetOnProgress := opts.ResetTimeoutOnProgress && cl.prog != nil
-	var totalDeadline time.Time
-	if resetOnProgress && opts.MaxTotalTimeout > 0 {
-		totalDeadline = time.Now().Add(opts.MaxTotalTimeout)
-	}
+	var pol rpc.Await // the timeout, its reset by progress, the delivery
+	pol.Start(&opts, cl.prog)
+	progReady := pol.Ready() // nil (never ready) without progress
 	var (
 		deadline time.Time // when the armed timeout passes; zero: none
-		hitTotal bool      // the armed timeout is the max-total one
 		watching bool      // the timer claims the call
 		timerOn  bool      // cl.timer is set and has not been stopped
 	)
@@ -315,14 +274,8 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			}
 			timerOn = false
 		}
-		d := opts.Timeout
-		hitTotal = false
-		if !totalDeadline.IsZero() {
-			if left := time.Until(totalDeadline); d <= 0 || left <= d {
-				d, hitTotal = max(left, 0), true
-			}
-		}
-		if d <= 0 && !hitTotal {
+		d, ok := pol.Next()
+		if !ok {
 			deadline = time.Time{}
 			return
 		}
@@ -339,12 +292,6 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 			cl.stale = true
 		}
 	}()
-	timeoutError := func() error {
-		if hitTotal {
-			return transport.MaxTotalTimeoutError(opts.MaxTotalTimeout)
-		}
-		return transport.TimeoutError(opts.Timeout)
-	}
 
 	// Holding the baton: stdout is read in this goroutine. The watch of
 	// ctx pokes it when ctx ends.
@@ -364,17 +311,6 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 	}
 	defer drop(true)
 
-	var progBuf []json.RawMessage
-	deliver := func() error {
-		progBuf = cl.prog.Take(progBuf)
-		for i, p := range progBuf {
-			progBuf[i] = nil
-			if err := progq.Call(opts.OnProgress, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	// received returns what the value sent to cl says: its response, with
 	// the progress still waiting delivered first, or the error of the
 	// sentinel sent by whoever gave up on the call, which claimed it: what
@@ -382,8 +318,8 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 	received := func(resp *jsonrpc.Response) (*jsonrpc.Response, error) {
 		switch resp {
 		case respTimeout:
-			err := timeoutError()
-			c.cancelRequest(cl, om, err.(*jsonrpc.Error).Message)
+			err := pol.TimeoutError()
+			c.cancelRequest(cl, om, err.Message)
 			return nil, err
 		case respContext:
 			err := transport.ContextError(ctx)
@@ -392,10 +328,8 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		case respStopped:
 			return nil, c.Err()
 		}
-		if cl.prog != nil {
-			if err := deliver(); err != nil {
-				return nil, err
-			}
+		if err := pol.Deliver(); err != nil {
+			return nil, err
 		}
 		return resp, nil
 	}
@@ -487,11 +421,11 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 		case resp := <-cl.resp:
 			return received(resp)
 		case <-progReady:
-			if err := deliver(); err != nil {
+			if err := pol.Deliver(); err != nil {
 				c.abort(cl, om, "progress function failed: "+err.Error())
 				return nil, err
 			}
-			if resetOnProgress {
+			if pol.ResetOnProgress() {
 				arm()
 			}
 		}
@@ -517,46 +451,14 @@ func (c *Conn) cancelRequest(cl *call, om *outMsg, reason string) {
 
 // sendCancelled queues notifications/cancelled for id.
 func (c *Conn) sendCancelled(id jsonrpc.ID, reason string) {
-	params := append([]byte(`{"requestId":`), id.AppendJSON(nil)...)
-	if reason != "" {
-		r, _ := json.Marshal(reason)
-		params = append(append(params, `,"reason":`...), r...)
-	}
-	params = append(params, '}')
-	c.send(&jsonrpc.Notification{Method: methodCancelled, Params: params}, false)
+	c.send(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(id, reason)}, false)
 }
 
+// forget removes cl from the call table, if it is still there.
 func (c *Conn) forget(cl *call) {
-	c.mu.Lock()
-	c.forgetLocked(cl)
-	c.mu.Unlock()
-}
-
-func (c *Conn) forgetLocked(cl *call) {
-	if c.pending[cl.id] == cl {
-		delete(c.pending, cl.id)
-		c.npending.Store(int32(len(c.pending)))
-		c.unwatchLocked(cl)
-	}
-	if cl.token.IsValid() && c.progress[cl.token] == cl {
-		delete(c.progress, cl.token)
-	}
-}
-
-// progressToken returns params._meta.progressToken.
-func progressToken(params json.RawMessage) (jsonrpc.ID, bool) {
-	if len(params) == 0 {
-		return jsonrpc.ID{}, false
-	}
-	var p struct {
-		Meta *struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	if jsoncodec.Unmarshal(params, &p) != nil || p.Meta == nil {
-		return jsonrpc.ID{}, false
-	}
-	return jsonrpc.ParseID(p.Meta.ProgressToken)
+	c.core.Mu.Lock()
+	c.core.RemoveLocked(cl.id, cl)
+	c.core.Mu.Unlock()
 }
 
 // Notify writes a notification and returns once the line has been written

@@ -1,0 +1,312 @@
+package rpc_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
+	shttp "github.com/snodo/snodo/transport/http"
+	"github.com/snodo/snodo/transport/stdio"
+)
+
+// The contract suite runs each test against every transport, with the
+// server played by the test itself through a peer: what the client sends
+// arrives in recv, and send puts a message from the server on the wire —
+// a line on stdout (stdio), an event of a request's SSE stream (HTTP).
+
+// relayEnv names the Unix socket a re-executed test binary relays to: the
+// stdio server is that process, copying its stdin to the socket and the
+// socket to its stdout, so that the test plays the server in-process.
+const relayEnv = "SNODO_RPC_CONTRACT_RELAY"
+
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(relayEnv); sock != "" {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			os.Exit(2)
+		}
+		go func() {
+			io.Copy(c, os.Stdin)
+			c.(*net.UnixConn).CloseWrite()
+		}()
+		io.Copy(os.Stdout, c)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// wait bounds every wait of the suite: generous, it only keeps a broken
+// test from hanging, and no verdict depends on it.
+const wait = 30 * time.Second
+
+type peer interface {
+	// recv returns the next message the client sent.
+	recv(t *testing.T) jsonrpc.Message
+	// send sends a message from the server; on HTTP it goes on the
+	// stream of the request it answers, or else on the newest open one.
+	send(t *testing.T, msg string)
+	// cancelled waits until the client has cancelled request id on the
+	// server: notifications/cancelled, or on HTTP the request's stream
+	// closed by the client.
+	cancelled(t *testing.T, id jsonrpc.ID)
+}
+
+type transportUnderTest interface {
+	transport.Transport
+	transport.Notifier
+	transport.Listener
+	transport.Inbound
+}
+
+type harness struct {
+	name    string
+	connect func(t *testing.T) (transportUnderTest, peer)
+}
+
+var harnesses = []harness{
+	{"stdio", connectStdio},
+	{"http", connectHTTP},
+}
+
+// each runs test against every transport.
+func each(t *testing.T, test func(t *testing.T, tr transportUnderTest, p peer)) {
+	for _, h := range harnesses {
+		t.Run(h.name, func(t *testing.T) {
+			tr, p := h.connect(t)
+			test(t, tr, p)
+		})
+	}
+}
+
+// linePeer is the server's end of a stdio connection.
+type linePeer struct {
+	w  net.Conn
+	in chan jsonrpc.Message
+}
+
+func connectStdio(t *testing.T) (transportUnderTest, peer) {
+	dir, err := os.MkdirTemp("", "rpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ln, err := net.Listen("unix", filepath.Join(dir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conn, err := stdio.Connect(context.Background(), stdio.Config{
+		Command: os.Args[0],
+		Env:     []stdio.EnvVar{stdio.Set(relayEnv, filepath.Join(dir, "s"))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetDeadline(time.Now().Add(wait))
+	c, err := ln.Accept()
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	p := &linePeer{w: c, in: make(chan jsonrpc.Message, 1024)}
+	go func() {
+		defer close(p.in)
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			if m, err := jsonrpc.Decode(line); err == nil {
+				p.in <- m
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		conn.Close()
+		c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		conn.Wait(ctx)
+	})
+	return conn, p
+}
+
+func (p *linePeer) recv(t *testing.T) jsonrpc.Message {
+	t.Helper()
+	select {
+	case m, ok := <-p.in:
+		if !ok {
+			t.Fatal("the connection ended")
+		}
+		return m
+	case <-time.After(wait):
+		t.Fatal("nothing from the client")
+	}
+	return nil
+}
+
+func (p *linePeer) send(t *testing.T, msg string) {
+	t.Helper()
+	if _, err := p.w.Write([]byte(msg + "\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *linePeer) cancelled(t *testing.T, id jsonrpc.ID) {
+	t.Helper()
+	for {
+		if n, ok := p.recv(t).(*jsonrpc.Notification); ok && n.Method == "notifications/cancelled" && bytes.Contains(n.Params, id.AppendJSON([]byte(`"requestId":`))) {
+			return
+		}
+	}
+}
+
+// httpPeer is a Streamable HTTP endpoint played by the test: each request
+// POSTed opens an SSE stream, kept open until the test sends its
+// response; notifications and answers are accepted with 202.
+type httpPeer struct {
+	in      chan jsonrpc.Message
+	gone    chan jsonrpc.ID // streams closed by the client
+	mu      sync.Mutex
+	streams []*sseStream
+}
+
+type sseStream struct {
+	id  jsonrpc.ID
+	out chan string
+}
+
+func connectHTTP(t *testing.T) (transportUnderTest, peer) {
+	p := &httpPeer{in: make(chan jsonrpc.Message, 1024), gone: make(chan jsonrpc.ID, 1024)}
+	srv := httptest.NewServer(nethttp.HandlerFunc(p.serve))
+	tr, err := shttp.New(shttp.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tr.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return tr, p
+}
+
+func (p *httpPeer) serve(w nethttp.ResponseWriter, r *nethttp.Request) {
+	if r.Method != nethttp.MethodPost {
+		w.WriteHeader(nethttp.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	m, err := jsonrpc.Decode(body)
+	if err != nil {
+		w.WriteHeader(nethttp.StatusBadRequest)
+		return
+	}
+	req, ok := m.(*jsonrpc.Request)
+	if !ok {
+		p.in <- m
+		w.WriteHeader(nethttp.StatusAccepted)
+		return
+	}
+	st := &sseStream{id: req.ID, out: make(chan string, 64)}
+	p.mu.Lock()
+	p.streams = append(p.streams, st)
+	p.mu.Unlock()
+	defer p.drop(st)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(nethttp.StatusOK)
+	w.(nethttp.Flusher).Flush()
+	p.in <- m
+	for {
+		select {
+		case msg := <-st.out:
+			fmt.Fprintf(w, "data: %s\n\n", msg)
+			w.(nethttp.Flusher).Flush()
+			if r, err := jsonrpc.Decode([]byte(msg)); err == nil {
+				if resp, ok := r.(*jsonrpc.Response); ok && resp.ID == st.id {
+					return
+				}
+			}
+		case <-r.Context().Done():
+			p.gone <- st.id
+			return
+		}
+	}
+}
+
+func (p *httpPeer) drop(st *sseStream) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, s := range p.streams {
+		if s == st {
+			p.streams = append(p.streams[:i], p.streams[i+1:]...)
+			return
+		}
+	}
+}
+
+func (p *httpPeer) recv(t *testing.T) jsonrpc.Message {
+	t.Helper()
+	select {
+	case m := <-p.in:
+		return m
+	case <-time.After(wait):
+		t.Fatal("nothing from the client")
+	}
+	return nil
+}
+
+func (p *httpPeer) send(t *testing.T, msg string) {
+	t.Helper()
+	m, err := jsonrpc.Decode([]byte(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	var to *sseStream
+	for _, s := range p.streams {
+		if resp, ok := m.(*jsonrpc.Response); ok && resp.ID == s.id {
+			to = s
+		}
+	}
+	if to == nil && len(p.streams) > 0 {
+		to = p.streams[len(p.streams)-1]
+	}
+	p.mu.Unlock()
+	if to == nil {
+		t.Fatalf("no open stream to send %s on", msg)
+	}
+	to.out <- msg
+}
+
+func (p *httpPeer) cancelled(t *testing.T, id jsonrpc.ID) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case m := <-p.in:
+			if n, ok := m.(*jsonrpc.Notification); ok && n.Method == "notifications/cancelled" && bytes.Contains(n.Params, id.AppendJSON([]byte(`"requestId":`))) {
+				return
+			}
+		case g := <-p.gone:
+			if g == id {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("request %v was not cancelled", id)
+		}
+	}
+}
