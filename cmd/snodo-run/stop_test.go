@@ -14,6 +14,10 @@ import (
 // over what stopping takes on a loaded machine.
 const stopBoundInTests = 15 * time.Second
 
+// namedConfig names the snodo.yaml of writeConfig's directory, which
+// snodo-run reads only when named.
+var namedConfig = []string{"SNODO_CONFIG=./snodo.yaml"}
+
 // writeConfig writes a snodo.yaml into a new directory and returns it.
 func writeConfig(t *testing.T, yaml string) string {
 	t.Helper()
@@ -51,7 +55,7 @@ func TestFirstSignalStopsAModuleSleepingInPollOneoff(t *testing.T) {
 	for name, args := range runs {
 		t.Run(name, func(t *testing.T) {
 			var sent time.Time
-			r := cliWith(t, runOpts{dir: dir, interrupt: sigintAt("polling", &sent)}, args...)
+			r := cliWith(t, runOpts{dir: dir, env: namedConfig, interrupt: sigintAt("polling", &sent)}, args...)
 			if sent.IsZero() {
 				t.Fatalf("the module never got to poll_oneoff\nstderr:\n%s", r.stderr)
 			}
@@ -89,7 +93,7 @@ func TestModuleOpeningAFIFOInAMountIsRefusedAtOnce(t *testing.T) {
 				"        - {host: \""+mnt+"\", guest: /m, read_only: "+map[bool]string{true: "true", false: "false"}[c.ro]+"}\n")
 			done := make(chan result, 1)
 			go func() {
-				done <- cliWith(t, runOpts{dir: dir}, "handlers", "test", escape, "--method", "elicitation/create",
+				done <- cliWith(t, runOpts{dir: dir, env: namedConfig}, "handlers", "test", escape, "--method", "elicitation/create",
 					"--params", `{"message":"x","requestedSchema":{"type":"object"}}`)
 			}()
 			var r result
@@ -119,7 +123,7 @@ func TestFirstSignalExitsWhenTheCallCannotBeStopped(t *testing.T) {
 	loop := filepath.Join(watDir, "hostile", "loop.wasm")
 	dir := writeConfig(t, "modules:\n  loop:\n    trusted: true\n    timeout: 60s\n")
 	var sent time.Time
-	r := cliWith(t, runOpts{dir: dir, env: []string{"GOGC=off", "GOMEMLIMIT=off"}, interrupt: sigintAt("the server asks", &sent)},
+	r := cliWith(t, runOpts{dir: dir, env: append([]string{"GOGC=off", "GOMEMLIMIT=off"}, namedConfig...), interrupt: sigintAt("the server asks", &sent)},
 		"--allow-trusted", "--shutdown-grace", "100ms", "--connect-timeout", "2s", "--verbose", "--handler", loop,
 		"tools", "call", "register", "--", demo)
 	if sent.IsZero() {
