@@ -122,20 +122,7 @@ func renderText(w io.Writer, v any) error {
 		}
 		return nil
 	case promptList:
-		for _, p := range v.Prompts {
-			args := make([]string, 0, len(p.Arguments))
-			for _, a := range p.Arguments {
-				if a.Required {
-					args = append(args, a.Name)
-				} else {
-					args = append(args, a.Name+"?")
-				}
-			}
-			fmt.Fprintf(w, "%s(%s)\n", p.Name, strings.Join(args, ", "))
-			if d := oneLine(p.Description); d != "" {
-				fmt.Fprintf(w, "    %s\n", d)
-			}
-		}
+		renderPrompts(w, v)
 		return nil
 	case *snodo.GetPromptResult:
 		if v.Description != "" {
@@ -152,54 +139,10 @@ func renderText(w io.Writer, v any) error {
 		}
 		return nil
 	case discoverOutput:
-		fmt.Fprintf(w, "%s %s (%s era, protocol %s)\n", v.ServerInfo.Name, v.ServerInfo.Version, v.Era, v.ProtocolVersion)
-		var caps []string
-		if v.Capabilities.Tools != nil {
-			caps = append(caps, "tools")
-		}
-		if v.Capabilities.Prompts != nil {
-			caps = append(caps, "prompts")
-		}
-		if v.Capabilities.Resources != nil {
-			caps = append(caps, "resources")
-		}
-		if v.Capabilities.Completions != nil {
-			caps = append(caps, "completions")
-		}
-		if v.Capabilities.Logging != nil {
-			caps = append(caps, "logging")
-		}
-		fmt.Fprintf(w, "capabilities: %s\n", strings.Join(caps, ", "))
-		if len(v.SupportedVersions) > 0 {
-			fmt.Fprintf(w, "supported versions: %s\n", strings.Join(v.SupportedVersions, ", "))
-		}
-		if v.Instructions != "" {
-			fmt.Fprintf(w, "instructions: %s\n", v.Instructions)
-		}
+		renderDiscover(w, v)
 		return nil
 	case *runtime.ModuleReport:
-		fmt.Fprintf(w, "%s (%s, %d bytes, sha256 %s)\n", v.Name, v.Path, v.Size, v.SHA256)
-		fmt.Fprintf(w, "ABI version %d\n", v.Manifest.ABI)
-		if len(v.Manifest.Methods) > 0 {
-			fmt.Fprintf(w, "answers: %s\n", strings.Join(v.Manifest.Methods, ", "))
-		}
-		if v.Manifest.SamplingTools {
-			fmt.Fprintln(w, "sampling with tools (sampling.tools)")
-		}
-		if v.Manifest.Progress {
-			fmt.Fprintln(w, "consumes progress notifications")
-		}
-		if v.Manifest.Events {
-			fmt.Fprintln(w, "consumes subscription events")
-		}
-		fmt.Fprintln(w, "imports:")
-		for _, s := range v.Imports {
-			fmt.Fprintf(w, "  %s\n", s)
-		}
-		fmt.Fprintln(w, "exports:")
-		for _, s := range v.Exports {
-			fmt.Fprintf(w, "  %s\n", s)
-		}
+		renderModuleReport(w, v)
 		return nil
 	}
 	b, err := marshal(v)
@@ -207,6 +150,78 @@ func renderText(w io.Writer, v any) error {
 		return err
 	}
 	return writeIndented(w, b)
+}
+
+// renderPrompts writes prompts as name(arguments), optional ones with a ?.
+func renderPrompts(w io.Writer, v promptList) {
+	for _, p := range v.Prompts {
+		args := make([]string, 0, len(p.Arguments))
+		for _, a := range p.Arguments {
+			if a.Required {
+				args = append(args, a.Name)
+			} else {
+				args = append(args, a.Name+"?")
+			}
+		}
+		fmt.Fprintf(w, "%s(%s)\n", p.Name, strings.Join(args, ", "))
+		if d := oneLine(p.Description); d != "" {
+			fmt.Fprintf(w, "    %s\n", d)
+		}
+	}
+}
+
+// renderDiscover writes the server's identity, capabilities and versions.
+func renderDiscover(w io.Writer, v discoverOutput) {
+	fmt.Fprintf(w, "%s %s (%s era, protocol %s)\n", v.ServerInfo.Name, v.ServerInfo.Version, v.Era, v.ProtocolVersion)
+	var caps []string
+	if v.Capabilities.Tools != nil {
+		caps = append(caps, "tools")
+	}
+	if v.Capabilities.Prompts != nil {
+		caps = append(caps, "prompts")
+	}
+	if v.Capabilities.Resources != nil {
+		caps = append(caps, "resources")
+	}
+	if v.Capabilities.Completions != nil {
+		caps = append(caps, "completions")
+	}
+	if v.Capabilities.Logging != nil {
+		caps = append(caps, "logging")
+	}
+	fmt.Fprintf(w, "capabilities: %s\n", strings.Join(caps, ", "))
+	if len(v.SupportedVersions) > 0 {
+		fmt.Fprintf(w, "supported versions: %s\n", strings.Join(v.SupportedVersions, ", "))
+	}
+	if v.Instructions != "" {
+		fmt.Fprintf(w, "instructions: %s\n", v.Instructions)
+	}
+}
+
+// renderModuleReport writes what handlers check found in a module.
+func renderModuleReport(w io.Writer, v *runtime.ModuleReport) {
+	fmt.Fprintf(w, "%s (%s, %d bytes, sha256 %s)\n", v.Name, v.Path, v.Size, v.SHA256)
+	fmt.Fprintf(w, "ABI version %d\n", v.Manifest.ABI)
+	if len(v.Manifest.Methods) > 0 {
+		fmt.Fprintf(w, "answers: %s\n", strings.Join(v.Manifest.Methods, ", "))
+	}
+	if v.Manifest.SamplingTools {
+		fmt.Fprintln(w, "sampling with tools (sampling.tools)")
+	}
+	if v.Manifest.Progress {
+		fmt.Fprintln(w, "consumes progress notifications")
+	}
+	if v.Manifest.Events {
+		fmt.Fprintln(w, "consumes subscription events")
+	}
+	fmt.Fprintln(w, "imports:")
+	for _, s := range v.Imports {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+	fmt.Fprintln(w, "exports:")
+	for _, s := range v.Exports {
+		fmt.Fprintf(w, "  %s\n", s)
+	}
 }
 
 func writeIndented(w io.Writer, b []byte) error {
