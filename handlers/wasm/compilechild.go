@@ -38,6 +38,9 @@ const (
 	compileEnvEnsure    = "SNODO_WASM_COMPILE_ENSURE_TERMINATION"
 	compileEnvMemory    = "SNODO_WASM_COMPILE_MEMORY"
 	compileEnvMaxBinary = "SNODO_WASM_COMPILE_MAX_BYTES"
+	// compileEnvValidate, set to "1", makes the child validate the module
+	// (Host.validate) instead of compiling it.
+	compileEnvValidate = "SNODO_WASM_COMPILE_VALIDATE"
 )
 
 // Defaults of ChildCompile.
@@ -75,8 +78,9 @@ func ServeCompile() {
 }
 
 func serveCompile(stdin io.Reader) error {
+	validate := os.Getenv(compileEnvValidate) == "1"
 	dir := os.Getenv(compileEnvDir)
-	if dir == "" {
+	if dir == "" && !validate {
 		return errors.New("no cache directory")
 	}
 	if mem, err := strconv.ParseInt(os.Getenv(compileEnvMemory), 10, 64); err == nil && mem > 0 {
@@ -96,6 +100,12 @@ func serveCompile(stdin io.Reader) error {
 		return fmt.Errorf("module over %d bytes", maxBytes)
 	}
 	ctx := context.Background()
+	if validate {
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+		defer rt.Close(ctx)
+		_, err := rt.CompileModule(ctx, bin)
+		return err
+	}
 	cache, err := wazero.NewCompilationCacheWithDir(dir)
 	if err != nil {
 		return err
@@ -110,8 +120,13 @@ func serveCompile(stdin io.Reader) error {
 
 // compileInChild compiles bin in a child process into the on-disk cache
 // dir, with wazero's close-on-context-done set as closeOnDone, within cc's
-// bounds.
+// bounds; with dir "", it validates bin instead (Host.validate). What the
+// child's compiler or validator refuses is a *childError.
 func compileInChild(ctx context.Context, cc ChildCompile, dir string, closeOnDone bool, bin []byte) error {
+	verb := "compiling"
+	if dir == "" {
+		verb = "validating"
+	}
 	exe := cc.Executable
 	if exe == "" {
 		var err error
@@ -134,8 +149,13 @@ func compileInChild(ctx context.Context, cc ChildCompile, dir string, closeOnDon
 	if closeOnDone {
 		ensure = "1"
 	}
+	validate := "0"
+	if dir == "" {
+		validate = "1"
+	}
 	cmd.Env = append(childEnv(),
 		compileEnv+"=1",
+		compileEnvValidate+"="+validate,
 		compileEnvDir+"="+dir,
 		compileEnvEnsure+"="+ensure,
 		compileEnvMemory+"="+strconv.FormatInt(maxMem, 10),
@@ -153,20 +173,25 @@ func compileInChild(ctx context.Context, cc ChildCompile, dir string, closeOnDon
 	err := cmd.Wait()
 	switch {
 	case over():
-		return fmt.Errorf("compiling took more than %s of memory (the compile child's bound)", sizeString(maxMem))
+		return fmt.Errorf("%s took more than %s of memory (the compile child's bound)", verb, sizeString(maxMem))
 	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-		return fmt.Errorf("compiling took longer than %s (the compile child's bound)", timeout)
+		return fmt.Errorf("%s took longer than %s (the compile child's bound)", verb, timeout)
 	case ctx.Err() != nil:
-		return fmt.Errorf("compiling: %w", context.Cause(ctx))
+		return fmt.Errorf("%s: %w", verb, context.Cause(ctx))
 	case err != nil:
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
 		}
-		return fmt.Errorf("compile child: %s", msg)
+		return &childError{msg: msg}
 	}
 	return nil
 }
+
+// childError is what a compile child's compiler or validator refused.
+type childError struct{ msg string }
+
+func (e *childError) Error() string { return "compile child: " + e.msg }
 
 // childEnv is the environment a compile child starts with: this process's,
 // without any compile parameters of its own.

@@ -57,7 +57,8 @@ func TestChildCompileOverItsMemoryIsKilled(t *testing.T) {
 	// No process compiles anything in 1 MiB: the child is killed at the
 	// first look at its memory.
 	h, _ := childHost(t, ChildCompile{MaxMemory: 1 << 20})
-	_, err := h.Load(context.Background(), ModuleConfig{Name: "goguest", Wasm: goGuest(t, "goguest")})
+	// Trusted: not validated first, so the bound is met compiling.
+	_, err := h.Load(context.Background(), ModuleConfig{Name: "goguest", Wasm: goGuest(t, "goguest"), Trusted: true})
 	if err == nil || !strings.Contains(err.Error(), "compiling took more than 1 MiB of memory (the compile child's bound)") {
 		t.Fatalf("Load: %v, want the compile child's memory bound", err)
 	}
@@ -68,7 +69,7 @@ func TestChildCompileOverItsMemoryIsKilled(t *testing.T) {
 func TestChildCompileOverItsTimeIsKilled(t *testing.T) {
 	// The Go guest takes over a second to compile.
 	h, _ := childHost(t, ChildCompile{Timeout: 20 * time.Millisecond})
-	_, err := h.Load(context.Background(), ModuleConfig{Name: "goguest", Wasm: goGuest(t, "goguest")})
+	_, err := h.Load(context.Background(), ModuleConfig{Name: "goguest", Wasm: goGuest(t, "goguest"), Trusted: true})
 	if err == nil || !strings.Contains(err.Error(), "compiling took longer than 20ms (the compile child's bound)") {
 		t.Fatalf("Load: %v, want the compile child's time bound", err)
 	}
@@ -83,5 +84,22 @@ func TestChildCompileErrorIsTheLoadError(t *testing.T) {
 	_, err := h.Load(context.Background(), ModuleConfig{Name: "bad", Wasm: bin, Trusted: true})
 	if err == nil || !strings.Contains(err.Error(), "compile child:") || !strings.Contains(err.Error(), "global") {
 		t.Fatalf("Load: %v, want the child's compile error", err)
+	}
+}
+
+// With a compile child, an untrusted module is validated in it too: an
+// invalid module is refused with the validator's reason, and a validation
+// past the child's memory bound is killed.
+func TestChildValidatesBeforeInstrumenting(t *testing.T) {
+	h, _ := childHost(t, ChildCompile{})
+	bad := watUnchecked(t, handlerWAT(`(loop $l (global.set 0 (i32.const 1000000)) (br $l)) `+decline, ""))
+	_, err := h.Load(context.Background(), ModuleConfig{Name: "forge", Wasm: bad})
+	if err == nil || !strings.Contains(err.Error(), `wasm module "forge": invalid module:`) || !strings.Contains(err.Error(), "global") {
+		t.Fatalf("Load: %v, want the child's validator to refuse the module", err)
+	}
+	h, _ = childHost(t, ChildCompile{MaxMemory: 1 << 20})
+	_, err = h.Load(context.Background(), ModuleConfig{Name: "goguest", Wasm: goGuest(t, "goguest")})
+	if err == nil || !strings.Contains(err.Error(), `wasm module "goguest": validating took more than 1 MiB of memory (the compile child's bound)`) {
+		t.Fatalf("Load: %v, want the validation killed at the child's bound", err)
 	}
 }

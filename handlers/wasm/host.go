@@ -59,8 +59,9 @@ type HostConfig struct {
 
 	// CompileIn, when not nil, compiles each module missing from the
 	// on-disk cache in a child process within its bounds (see
-	// ServeCompile); nil compiles in this process. It needs the disk
-	// cache: with NoDiskCache, modules compile in this process.
+	// ServeCompile), and validates there each untrusted module not yet
+	// validated; nil does both in this process. Compiling there needs the
+	// disk cache: with NoDiskCache, modules compile in this process.
 	CompileIn *ChildCompile
 }
 
@@ -235,6 +236,7 @@ func (h *Host) Close(ctx context.Context) error {
 // runtime that the host keeps for this alone. Snodo's instrumentation
 // reads only modules that passed it. With a disk cache, a module that
 // passed once is recorded, under the cache's MAC, and not validated again.
+// With HostConfig.CompileIn, the validator runs in the compile child.
 func (h *Host) validate(ctx context.Context, bin []byte) error {
 	var sum [sha256.Size]byte
 	if h.disk != nil {
@@ -242,18 +244,36 @@ func (h *Host) validate(ctx context.Context, bin []byte) error {
 			return nil
 		}
 	}
-	h.validatorOnce.Do(func() {
-		h.validator = wazero.NewRuntimeWithConfig(context.Background(), wazero.NewRuntimeConfigInterpreter())
-	})
-	if h.validator == nil {
-		return errors.New("host is closed")
-	}
-	cm, err := h.validator.CompileModule(ctx, bin)
-	if err != nil {
-		return err
+	if h.compileIn != nil {
+		// In the compile child, within its bounds: validating costs
+		// time and memory in proportion to the code, as compiling does.
+		if err := compileInChild(ctx, *h.compileIn, "", false, bin); err != nil {
+			var ce *childError
+			if errors.As(err, &ce) {
+				return &invalidError{ce.msg}
+			}
+			return err
+		}
+	} else {
+		h.validatorOnce.Do(func() {
+			h.validator = wazero.NewRuntimeWithConfig(context.Background(), wazero.NewRuntimeConfigInterpreter())
+		})
+		if h.validator == nil {
+			return errors.New("host is closed")
+		}
+		cm, err := h.validator.CompileModule(ctx, bin)
+		if err != nil {
+			return &invalidError{err.Error()}
+		}
+		cm.Close(ctx)
 	}
 	if h.disk != nil {
 		h.disk.markValidated(sum)
 	}
-	return cm.Close(ctx)
+	return nil
 }
+
+// invalidError is a module the validator refused.
+type invalidError struct{ reason string }
+
+func (e *invalidError) Error() string { return "invalid module: " + e.reason }

@@ -250,7 +250,7 @@ func (m *Module) prepare(ctx context.Context, cfg ModuleConfig, wasm []byte, pag
 	m.linearLimit = (pages - tablePages) * pageSize
 	if !cfg.Trusted {
 		if err := m.host.validate(ctx, wasm); err != nil {
-			return nil, 0, fmt.Errorf("invalid module: %w", err)
+			return nil, 0, err
 		}
 		if iw, err := instrument(wasm, sh); err == nil {
 			wasm, m.interruptible = iw, true
