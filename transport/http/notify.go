@@ -152,7 +152,8 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // to their requests. When the stream ends it is reopened after the
 // server's retry time, with Last-Event-ID, until the transport closes, the
 // server answers 405 (no stream) or another failure status, or
-// maxGETFailures openings in a row bring nothing.
+// maxGETFailures openings in a row bring no progress (a message on a
+// stream that lasted progressSpan).
 func (t *Transport) getLoop(h nethttp.Header, ready chan struct{}) {
 	var (
 		lastID   string
@@ -181,6 +182,7 @@ func (t *Transport) getLoop(h nethttp.Header, ready chan struct{}) {
 				drain(resp)
 				return
 			}
+			opened := time.Now()
 			sr := newSSEReader(resp.Body, t.maxMsg)
 			sr.lastID, sr.sawID = lastID, lastID != ""
 			_, events, _ := t.pump(sr, nil, h)
@@ -191,7 +193,9 @@ func (t *Transport) getLoop(h nethttp.Header, ready chan struct{}) {
 			if sr.retry > 0 {
 				retry = sr.retry
 			}
-			if events > 0 || sr.sawID {
+			// Progress as for a request's stream (progressSpan): a stream
+			// dropped after each event is not reopened for ever.
+			if (events > 0 || sr.sawID) && time.Since(opened) >= progressSpan {
 				failures = 0
 			}
 		}

@@ -29,9 +29,24 @@ const modernVersion = "2026-07-28"
 
 // Resumption of a broken initialize-era stream.
 const (
-	// maxResumes is how many GET reconnections in a row, without an event
-	// in between, a stream gets before its request fails.
+	// maxResumes is how many GET reconnections in a row, without progress
+	// in between (see progressSpan), a stream gets before its request
+	// fails.
 	maxResumes = 5
+	// progressSpan is how long a broken stream must have lasted, having
+	// delivered a message, for its break to start a new count of
+	// reconnections (of a request's stream, and of the standalone GET
+	// stream). Counting any event as progress let a server that sends one
+	// event and drops the stream each time be reconnected to without
+	// limit, up to ten times a second (minRetry), until the caller's
+	// timeout — which progress may reset for hours — or, for the GET
+	// stream, until Close. A stream cut by a proxy's idle or maximum
+	// duration lasts far longer than this, so it is still resumed as
+	// often as it breaks; a server that cuts sooner gets maxResumes
+	// reconnections in a row, as one that sends nothing does. The bound is
+	// on what a server can make the client do, not on the caller's wait:
+	// the reconnections of a request stay within its timeout.
+	progressSpan = 10 * time.Second
 	// defaultRetry is the wait before reconnecting when the server gave no
 	// retry field.
 	defaultRetry = time.Second
@@ -405,6 +420,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 	sr := newSSEReader(body, t.maxMsg)
 	defer func() { body.Close() }()
 	resumes := 0
+	opened := time.Now()
 	for {
 		done, events, err := t.pump(sr, cl, h)
 		if done || sctx.Err() != nil {
@@ -422,7 +438,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 			t.settle(cl, outcome{err: t.connError(sctx, "the response stream ended before the response, without an event ID to resume from", streamEnd(err))})
 			return
 		}
-		if events > 0 {
+		if events > 0 && time.Since(opened) >= progressSpan {
 			resumes = 0
 		}
 		for {
@@ -456,6 +472,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 			body.Close()
 			body = resp.Body
 			sr = sr.resumed(resp.Body)
+			opened = time.Now()
 			break
 		}
 	}
