@@ -285,7 +285,7 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 	defer resp.Body.Close()
 	cl.setHeaders(resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		r, err := t.failure(resp, h, cl.id)
+		r, err := t.failure(resp, h, cl.id, true)
 		t.settle(cl, outcome{resp: r, err: err})
 		return
 	}
@@ -353,8 +353,10 @@ func (t *Transport) connError(ctx context.Context, msg string, err error) error 
 
 // failure turns a failure status into the request's outcome: a JSON-RPC
 // error response in the body is returned as the response; otherwise a
-// -32000 error wrapping a *transport.StatusError.
-func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc.ID) (*jsonrpc.Response, error) {
+// -32000 error wrapping a *transport.StatusError. refused says the status
+// answers the message itself (its POST), not the resumption of a stream:
+// a 404 for the session then also wraps transport.ErrNotDelivered.
+func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc.ID, refused bool) (*jsonrpc.Response, error) {
 	data, _ := readBounded(resp.Body, t.maxMsg)
 	se := &transport.StatusError{Status: resp.StatusCode, Body: capText(data)}
 	switch resp.StatusCode {
@@ -363,7 +365,11 @@ func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc
 		return nil, transport.ConnectionError(fmt.Sprintf("the server refused the request: HTTP %d %s", resp.StatusCode, nethttp.StatusText(resp.StatusCode)), se)
 	case nethttp.StatusNotFound:
 		if h.Get(transport.HeaderSessionID) != "" {
-			return nil, transport.ConnectionError("the session has expired: HTTP 404 for its Mcp-Session-Id", fmt.Errorf("%w: %w", ErrSessionExpired, se))
+			var cause error = fmt.Errorf("%w: %w", ErrSessionExpired, se)
+			if refused {
+				cause = undelivered{cause}
+			}
+			return nil, transport.ConnectionError("the session has expired: HTTP 404 for its Mcp-Session-Id", cause)
 		}
 	}
 	if msg, err := jsonrpc.Decode(data); err == nil {
@@ -374,6 +380,14 @@ func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc
 	}
 	return nil, transport.ConnectionError(fmt.Sprintf("the server answered HTTP %d %s", resp.StatusCode, nethttp.StatusText(resp.StatusCode)), se)
 }
+
+// undelivered marks its error with transport.ErrNotDelivered, adding no
+// text.
+type undelivered struct{ error }
+
+func (u undelivered) Unwrap() error { return u.error }
+
+func (u undelivered) Is(target error) bool { return target == transport.ErrNotDelivered }
 
 // readBounded reads r to its end, failing with ErrTooLarge past max bytes.
 func readBounded(r io.Reader, max int) ([]byte, error) {
@@ -459,7 +473,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 				continue
 			}
 			if resp.StatusCode < 200 || resp.StatusCode > 299 || mediaType(resp.Header) != "text/event-stream" {
-				r, ferr := t.failure(resp, baseHeaders(h), cl.id)
+				r, ferr := t.failure(resp, baseHeaders(h), cl.id, false)
 				resp.Body.Close()
 				if ferr == nil {
 					ferr = transport.ConnectionError("resuming the response stream failed: "+capString(safetext.Escape(r.Error.Message, false)), r.Error)
