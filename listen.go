@@ -239,6 +239,22 @@ func wants(f SubscriptionFilter, method, uri string) bool {
 // closeAll ends every legacy subscription, at Client.Close.
 func (ls *legacySubscriptions) closeAll() { ls.failAll(nil) }
 
+// endAll ends every legacy subscription open now with err; later ones
+// open as usual (the server's stream or session is gone, not the
+// connection).
+func (ls *legacySubscriptions) endAll(err error) {
+	ls.mu.Lock()
+	subs := make([]*eventBuffer, 0, len(ls.subs))
+	for s := range ls.subs {
+		subs = append(subs, s)
+	}
+	clear(ls.subs)
+	ls.mu.Unlock()
+	for _, s := range subs {
+		s.Finish(err)
+	}
+}
+
 // failAll ends every legacy subscription with err (nil: a clean end), and
 // any later one at once.
 func (ls *legacySubscriptions) failAll(err error) {
