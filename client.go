@@ -548,6 +548,12 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 				if rerr := c.renewSession(ctx, sessionOf(headers), method); rerr != nil {
 					return nil, rerr
 				}
+				if cc.logLevel != "" {
+					// The level asked for went with the old session.
+					if err := c.dialect.applyLogLevel(ctx, c, method, cc.logLevel); err != nil {
+						return nil, err
+					}
+				}
 				headers = c.messageHeaders(method, params)
 				round--
 				continue

@@ -122,7 +122,7 @@ func (s *expiringServer) serve(w nethttp.ResponseWriter, r *nethttp.Request) {
 	switch method {
 	case "initialize":
 		w.Header().Set("Mcp-Session-Id", sid)
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"expiring","version":"1"}}}`, id)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"expiring","version":"1"}}}`, id)
 	default:
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`, id)
 	}
@@ -303,5 +303,23 @@ func TestHTTPLegacyListenEndsWhenStreamGivesUp(t *testing.T) {
 	err = nextBounded(t, sub)
 	if !errors.Is(err, transport.ErrConnection) || !strings.Contains(err.Error(), "could not be reopened after 5 attempts") {
 		t.Fatalf("subscription ended with %v", err)
+	}
+}
+
+// The log level asked for with WithLogLevel went with the old session: the
+// call sent again in the new one sends logging/setLevel there first.
+func TestHTTPSessionExpiredLogLevelSentAgain(t *testing.T) {
+	srv := newExpiringServer(t)
+	c, _ := connectExpiring(t, srv)
+	ctx := context.Background()
+	if _, err := c.ListTools(ctx, "", snodo.WithLogLevel(snodo.LogDebug)); err != nil {
+		t.Fatal(err)
+	}
+	srv.restart()
+	if _, err := c.ListTools(ctx, "", snodo.WithLogLevel(snodo.LogDebug)); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := srv.count("logging/setLevel s1"), srv.count("logging/setLevel s2"); n != 1 || m != 1 {
+		t.Errorf("logging/setLevel: %d in s1, %d in s2; want 1 and 1", n, m)
 	}
 }
