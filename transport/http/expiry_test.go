@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	nethttp "net/http"
 	"strings"
@@ -183,5 +184,37 @@ func TestGETStreamFollowsNewSession(t *testing.T) {
 	case err := <-lost:
 		t.Fatalf("reported lost: %v", err)
 	default:
+	}
+}
+
+// 2026-07-28: a subscriptions/listen stream the server drops after an
+// event ends the subscription with a -32000 error at once; it is never
+// reopened (the era has no resumption), so nothing waits for ever.
+func TestModernListenStreamDroppedEndsSubscription(t *testing.T) {
+	var posts atomic.Int32
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		posts.Add(1)
+		send := sse(w)
+		send("id: 1\nretry: 100\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"notifications\":{\"toolsListChanged\":true}}}\n\n")
+		send("id: 2\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // bounds the waits only
+	defer cancel()
+	_, sub, err := tr.Listen(ctx, &jsonrpc.Request{Method: "subscriptions/listen", Params: json.RawMessage(`{}`)},
+		transport.ListenOptions{Dialect: modernHeaders, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var end error
+	for end == nil {
+		_, end = sub.Next(ctx)
+	}
+	if !errors.Is(end, transport.ErrConnection) || !strings.Contains(end.Error(), "closed the subscription stream") {
+		t.Fatalf("subscription ended with %v", end)
+	}
+	if n := posts.Load(); n != 1 {
+		t.Errorf("%d POSTs, want the one listen", n)
 	}
 }
