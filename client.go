@@ -43,9 +43,9 @@ type Client struct {
 
 	// headers: the transport carries headers (transport.HeaderCarrier).
 	headers bool
-	// sessionID is the Mcp-Session-Id the server issued with its
-	// initialize response, if any; set during Connect.
-	sessionID   string
+	// session is the Mcp-Session-Id the server issued with its
+	// initialize response, if any, and its renewal (session.go).
+	session     session
 	toolHeaders toolHeaders
 
 	// tasks follows the server's tasks (tasks.go).
@@ -98,6 +98,9 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 	}
 	if hc, ok := t.(transport.HeaderCarrier); ok {
 		c.headers = hc.CarriesHeaders()
+	}
+	if sw, ok := t.(transport.StreamWatcher); ok {
+		sw.OnStreamLost(c.onStreamLost)
 	}
 
 	era := cfg.era
@@ -313,6 +316,7 @@ func (c *Client) initialize(ctx context.Context, offer string) error {
 			}
 		}
 	}}
+	c.session.initParams, c.session.initDialect = params, c.dialect
 	raw, err := c.call(ctx, "initialize", params, cc)
 	if err != nil {
 		return err
@@ -322,7 +326,7 @@ func (c *Client) initialize(ctx context.Context, offer string) error {
 			return protocolError(jsonrpc.CodeInternalError, nil,
 				"the server issued an Mcp-Session-Id that is not visible ASCII (%d bytes)", len(sessionID))
 		}
-		c.sessionID = sessionID
+		c.session.set(sessionID)
 	}
 	var res struct {
 		ProtocolVersion string          `json:"protocolVersion"`
@@ -497,6 +501,7 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 		extension = d.extension(method)
 	}
 	refreshed := false // tools/list was read again after a -32020
+	renewed := false   // sent again in a new session after a 404
 	for round := 0; ; round++ {
 		var tail []byte
 		if inputResponses != nil {
@@ -536,6 +541,23 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 		}
 		resp, err := c.t.Request(ctx, req, ropts)
 		if err != nil {
+			if !renewed && c.headers && retryInNewSession(method, err) {
+				// The server ended the session without handling the
+				// request: once, in a new session (session.go).
+				renewed = true
+				if rerr := c.renewSession(ctx, sessionOf(headers), method); rerr != nil {
+					return nil, rerr
+				}
+				if cc.logLevel != "" {
+					// The level asked for went with the old session.
+					if err := c.dialect.applyLogLevel(ctx, c, method, cc.logLevel); err != nil {
+						return nil, err
+					}
+				}
+				headers = c.messageHeaders(method, params)
+				round--
+				continue
+			}
 			return nil, err
 		}
 		if resp.Error != nil && resp.Error.Code == jsonrpc.CodeHeaderMismatch && method == "tools/call" && c.paramHeaders() && !refreshed {

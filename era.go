@@ -264,5 +264,5 @@ func (c *Client) sessionHeaders() []transport.Header {
 	if c.dialect == nil {
 		return nil
 	}
-	return c.dialect.sessionHeaders(c.sessionID)
+	return c.dialect.sessionHeaders(c.session.current())
 }

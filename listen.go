@@ -46,7 +46,11 @@ type SubscriptionFilter struct {
 // the URIs no other subscription holds. It ends when it is closed, ctx
 // ends, the client is closed, or — on a transport that reports it with
 // Done and Err methods, as stdio does — the connection stops, with a
-// -32000 error.
+// -32000 error. Over Streamable HTTP it also ends with a -32000 error when
+// the GET stream that carries its events is lost (transport.StreamWatcher:
+// the server forgot the session, or the stream could not be reopened) and
+// when the client starts a new session after the server ended the old one,
+// which took the server's subscriptions with it: listen again.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter, opts ...CallOption) (SubscriptionFilter, *Subscription, error) {
 	accepted, sub, err := c.dialect.listen(ctx, c, filter, c.callConfig(opts))
 	if err == nil && c.dialect.cache(c) != nil {
@@ -238,6 +242,22 @@ func wants(f SubscriptionFilter, method, uri string) bool {
 
 // closeAll ends every legacy subscription, at Client.Close.
 func (ls *legacySubscriptions) closeAll() { ls.failAll(nil) }
+
+// endAll ends every legacy subscription open now with err; later ones
+// open as usual (the server's stream or session is gone, not the
+// connection).
+func (ls *legacySubscriptions) endAll(err error) {
+	ls.mu.Lock()
+	subs := make([]*eventBuffer, 0, len(ls.subs))
+	for s := range ls.subs {
+		subs = append(subs, s)
+	}
+	clear(ls.subs)
+	ls.mu.Unlock()
+	for _, s := range subs {
+		s.Finish(err)
+	}
+}
 
 // failAll ends every legacy subscription with err (nil: a clean end), and
 // any later one at once.

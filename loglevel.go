@@ -14,8 +14,9 @@ var logLevels = []LogLevel{LogDebug, LogInfo, LogNotice, LogWarning, LogError, L
 // legacyLogLevel is the level last sent with logging/setLevel on a legacy
 // connection; mu serialises the requests that change it.
 type legacyLogLevel struct {
-	mu   sync.Mutex
-	sent LogLevel
+	mu      sync.Mutex
+	sent    LogLevel
+	session string // the session it was sent in: a new one starts without
 }
 
 // prepareCall does what a call needs before its first request: the trace
@@ -43,7 +44,7 @@ func (c *Client) useLogLevel(ctx context.Context, level LogLevel, force bool, op
 	}
 	c.logLevel.mu.Lock()
 	defer c.logLevel.mu.Unlock()
-	if !force && c.logLevel.sent == level {
+	if !force && c.logLevel.sent == level && c.logLevel.session == c.session.current() {
 		return nil
 	}
 	err := c.callTyped(ctx, "logging/setLevel", struct {
@@ -52,6 +53,6 @@ func (c *Client) useLogLevel(ctx context.Context, level LogLevel, force bool, op
 	if err != nil {
 		return err
 	}
-	c.logLevel.sent = level
+	c.logLevel.sent, c.logLevel.session = level, c.session.current()
 	return nil
 }

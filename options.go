@@ -3,6 +3,7 @@ package snodo
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"github.com/snodo/snodo/internal/clienthook"
@@ -43,6 +44,7 @@ type config struct {
 	onProgress        func(ctx context.Context, params json.RawMessage) error
 	onEvent           func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)
 	onWarning         func(msg string, args ...any)
+	logger            *slog.Logger
 
 	samplingTools    bool
 	urlElicit        Handler
@@ -151,6 +153,13 @@ func init() {
 // text escaped. Without it, warnings go to log/slog's default logger.
 func WithWarningHook(f func(msg string, args ...any)) Option {
 	return func(c *config) { c.onWarning = f }
+}
+
+// WithLogger receives the client's notes on what it does on its own, at
+// debug level, such as starting a new HTTP session after the server ended
+// the last one. nil (the default) discards them.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
 }
 
 // CallOption configures one call.

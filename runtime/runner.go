@@ -282,6 +282,11 @@ func (r *Runner) connect(ctx context.Context) error {
 	if r.cfg.ClientInfo.Name != "" {
 		opts = append(opts, snodo.WithClientInfo(r.cfg.ClientInfo))
 	}
+	if r.log != nil {
+		// The client's own notes (a new HTTP session) at debug level:
+		// shown by snodo-run --verbose.
+		opts = append(opts, snodo.WithLogger(r.log))
+	}
 	if r.cfg.OnLog != nil {
 		opts = append(opts, snodo.WithLogHook(r.cfg.OnLog))
 	}

@@ -18,6 +18,17 @@ var (
 	ErrMaxTotalTimeout = errors.New("maximum total timeout exceeded")
 )
 
+// ErrSessionExpired is the cause of the error of a message that carried a
+// session ID the server no longer knows (Streamable HTTP: 404 for its
+// Mcp-Session-Id). A new session starts with initialize.
+var ErrSessionExpired = errors.New("the server ended the session (404 for its session ID)")
+
+// ErrNotDelivered marks the error of a request the server refused before
+// handling it (a 404 to its POST for an expired session): sending it again
+// cannot run it twice. An error without it may belong to a request the
+// server has seen.
+var ErrNotDelivered = errors.New("the request was not delivered")
+
 // ConnectionError returns the error for a connection that is gone: -32000,
 // kind transport, with cause as its cause (may be nil).
 func ConnectionError(message string, cause error) *jsonrpc.Error {

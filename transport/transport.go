@@ -242,3 +242,18 @@ type ListenOptions struct {
 	// Overflow says what happens when an event arrives to a full buffer.
 	Overflow OverflowPolicy
 }
+
+// StreamWatcher is implemented by a transport on which the server's own
+// messages, those of no request, arrive on a stream that can end while the
+// connection stays up: Streamable HTTP's standalone GET stream of the
+// initialize era. The client ends its emulated subscriptions then, since
+// their events came on that stream.
+type StreamWatcher interface {
+	// OnStreamLost installs fn, called in a goroutine of the transport
+	// each time that stream ends for good — the server forgot the session
+	// (its error wraps ErrSessionExpired), refused the stream, or
+	// reopening it failed too often — but not when the server offers no
+	// such stream, nor at Close. err is a -32000 connection error. fn must
+	// not block.
+	OnStreamLost(fn func(err error))
+}

@@ -372,3 +372,36 @@ func TestURLRedirectToAnotherOriginIsNotFollowed(t *testing.T) {
 	defer same.Close()
 	ok(t, cli(t, "--url", same.URL+"/old", "--header", "X-Api-Key: k-1", "tools", "list"))
 }
+
+// A server restarted between the handshake and the first request (the Go
+// SDK's server, a fresh instance that no longer knows the session) answers
+// 404: the run starts a new session, sends tools/list once more, succeeds,
+// and says so under -v.
+func TestURLSessionExpiredStartsNewSession(t *testing.T) {
+	versions := []string{"2025-11-25"}
+	var (
+		mu        sync.Mutex
+		h         = gosdkserver.HTTPHandler(versions)
+		restarted bool
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		mu.Lock()
+		if !restarted && strings.Contains(string(body), `"tools/list"`) {
+			// The old instance's session ends with it: a DELETE, so that
+			// none of its goroutines outlive the test.
+			del := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
+			del.Header.Set("Mcp-Session-Id", r.Header.Get("Mcp-Session-Id"))
+			h.ServeHTTP(httptest.NewRecorder(), del)
+			restarted, h = true, gosdkserver.HTTPHandler(versions)
+		}
+		cur := h
+		mu.Unlock()
+		cur.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	r := ok(t, cli(t, "-v", "--url", srv.URL+"/mcp", "tools", "list", "-o", "text"))
+	contains(t, "tools list", r.stdout, "ask", "count")
+	contains(t, "stderr", r.stderr, "the server ended the session", "new session started")
+}

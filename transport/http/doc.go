@@ -18,7 +18,9 @@
 // stream with GET and Last-Event-ID (waiting as the server's retry field
 // says), and cancels a request with a POST of notifications/cancelled. The
 // client carries the Mcp-Session-Id the server issued in every request and
-// deletes the session at Close.
+// deletes the session at Close; when the server answers 404 for it, the
+// client starts a new session and sends a refused request once more. The
+// end for good of the GET stream goes to OnStreamLost.
 //
 // In the 2026-07-28 era every request is self-contained: the transport
 // sends the Mcp-Method and Mcp-Name headers (from the client's dialect) and

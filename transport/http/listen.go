@@ -90,7 +90,7 @@ func (t *Transport) listenLoop(sctx context.Context, ls *rpc.Listen, body []byte
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		r, err := t.failure(resp, h, ls.ID())
+		r, err := t.failure(resp, h, ls.ID(), true)
 		if err == nil {
 			err = r.Error
 		}

@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"time"
 
+	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 )
@@ -41,7 +42,7 @@ func (t *Transport) Notify(ctx context.Context, n *jsonrpc.Notification, opts tr
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
-		r, err := t.failure(resp, h, jsonrpc.ID{})
+		r, err := t.failure(resp, h, jsonrpc.ID{}, true)
 		if err != nil {
 			return err
 		}
@@ -123,84 +124,153 @@ func (t *Transport) DeleteSession(ctx context.Context, opts transport.SessionOpt
 		&transport.StatusError{Status: resp.StatusCode, Body: capText(data)})
 }
 
-// openGET starts the standalone GET stream once, and returns a channel
-// closed once its first opening has an answer (the stream, a refusal, or a
-// failure).
+// getStream is one run of the standalone GET stream's loop, for one
+// session.
+type getStream struct {
+	session string        // the Mcp-Session-Id it carries, or ""
+	ready   chan struct{} // closed once the first opening has its answer
+	stop    context.CancelFunc
+}
+
+// OnStreamLost implements transport.StreamWatcher: fn is called when the
+// standalone GET stream ends for good while the transport runs — a 404
+// for its session (the error wraps ErrSessionExpired), another failure
+// status, or maxGETFailures reopenings in a row without progress — but not
+// when the server answers 405 (it offers no such stream), nor when a new
+// session's stream replaces it, nor at Close.
+func (t *Transport) OnStreamLost(fn func(err error)) {
+	t.core.Mu.Lock()
+	t.onLost = fn
+	t.core.Mu.Unlock()
+}
+
+// openGET starts the standalone GET stream for the session of h, unless it
+// runs already, and returns a channel closed once its first opening has an
+// answer (the stream, a refusal, or a failure). The stream of another
+// session — one the server ended, replaced by a new one — is stopped.
 func (t *Transport) openGET(h nethttp.Header) <-chan struct{} {
 	t.core.Mu.Lock()
 	defer t.core.Mu.Unlock()
-	if t.getReady == nil {
-		t.getReady = make(chan struct{})
-	}
 	if t.core.ErrLocked() != nil {
 		return closedChan
 	}
-	if t.getStarted {
-		return t.getReady
+	session := h.Get(transport.HeaderSessionID)
+	if g := t.get; g != nil {
+		if g.session == session {
+			return g.ready
+		}
+		g.stop()
 	}
-	t.getStarted = true
-	ready := t.getReady
-	t.goLocked(func() { t.getLoop(h, ready) })
-	return ready
+	ctx, stop := context.WithCancel(t.life)
+	g := &getStream{session: session, ready: make(chan struct{}), stop: stop}
+	t.get = g
+	t.goLocked(func() { t.getLoop(ctx, g, h) })
+	return g.ready
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// getLoop keeps the standalone GET stream open, closing ready once the
-// first opening has its answer: server requests and
-// notifications arrive on it, and responses of resumed streams are routed
-// to their requests. When the stream ends it is reopened after the
-// server's retry time, with Last-Event-ID, until the transport closes, the
+// getLoop keeps the standalone GET stream open, closing g.ready once the
+// first opening has its answer: server requests and notifications arrive
+// on it, and responses of resumed streams are routed to their requests.
+// When the stream ends it is reopened after the server's retry time, with
+// Last-Event-ID, until ctx ends (Close, or a new session's stream), the
 // server answers 405 (no stream) or another failure status, or
-// maxGETFailures openings in a row bring nothing.
-func (t *Transport) getLoop(h nethttp.Header, ready chan struct{}) {
+// maxGETFailures openings in a row bring no progress (a message on a
+// stream that lasted progressSpan). The ends other than ctx's and 405 are
+// reported to the StreamWatcher hook: whoever waits for events of this
+// stream would otherwise wait for ever.
+func (t *Transport) getLoop(ctx context.Context, g *getStream, h nethttp.Header) {
 	var (
 		lastID   string
 		retry    time.Duration
 		failures int
+		lastErr  error
+		lost     error
+		readyC   = g.ready
 	)
+	closeReady := func() {
+		if readyC != nil {
+			close(readyC)
+			readyC = nil
+		}
+	}
 	defer func() {
-		if ready != nil {
-			close(ready)
+		closeReady()
+		if ctx.Err() != nil {
+			lost = nil // stopped: Close, or a new session's stream
+		}
+		g.stop()
+		t.core.Mu.Lock()
+		if t.get == g {
+			t.get = nil
+		}
+		fn := t.onLost
+		t.core.Mu.Unlock()
+		if lost != nil && fn != nil {
+			fn(lost)
 		}
 	}()
 	for {
-		resp, err := t.do(t.life, nethttp.MethodGet, nil, h, lastID)
-		if ready != nil {
-			close(ready)
-			ready = nil
-		}
-		if t.life.Err() != nil {
+		resp, err := t.do(ctx, nethttp.MethodGet, nil, h, lastID)
+		closeReady()
+		if ctx.Err() != nil {
 			if err == nil {
 				resp.Body.Close()
 			}
 			return
 		}
 		if err == nil {
-			if resp.StatusCode < 200 || resp.StatusCode > 299 || mediaType(resp.Header) != "text/event-stream" {
+			if resp.StatusCode == nethttp.StatusMethodNotAllowed {
 				drain(resp)
 				return
 			}
+			if resp.StatusCode < 200 || resp.StatusCode > 299 || mediaType(resp.Header) != "text/event-stream" {
+				lost = t.getRefused(resp, h)
+				return
+			}
+			opened := time.Now()
 			sr := newSSEReader(resp.Body, t.maxMsg)
 			sr.lastID, sr.sawID = lastID, lastID != ""
-			_, events, _ := t.pump(sr, nil, h)
+			_, events, perr := t.pump(sr, nil, h)
 			resp.Body.Close()
+			lastErr = streamEnd(perr)
 			if sr.sawID {
 				lastID = sr.lastID
 			}
 			if sr.retry > 0 {
 				retry = sr.retry
 			}
-			if events > 0 || sr.sawID {
+			// Progress as for a request's stream (progressSpan): a stream
+			// dropped after each event is not reopened for ever.
+			if (events > 0 || sr.sawID) && time.Since(opened) >= progressSpan {
 				failures = 0
 			}
+		} else {
+			lastErr = err
 		}
 		failures++
 		if failures > maxGETFailures {
+			lost = t.connError(ctx, fmt.Sprintf("the standalone GET stream could not be reopened after %d attempts", maxGETFailures), lastErr)
 			return
 		}
-		if !sleep(t.life, retryDelay(retry)) {
+		if !sleep(ctx, retryDelay(retry)) {
 			return
 		}
 	}
+}
+
+// getRefused is the error of a GET stream refused with resp: a 404 for the
+// session wraps ErrSessionExpired.
+func (t *Transport) getRefused(resp *nethttp.Response, h nethttp.Header) error {
+	defer resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return transport.ConnectionError(fmt.Sprintf("the standalone GET stream was answered with HTTP %d and not an SSE stream", resp.StatusCode),
+			&transport.StatusError{Status: resp.StatusCode})
+	}
+	r, err := t.failure(resp, h, jsonrpc.ID{}, false)
+	if err != nil {
+		return err
+	}
+	return transport.ConnectionError("the server refused the standalone GET stream: "+capString(safetext.Escape(r.Error.Message, false)), r.Error)
 }

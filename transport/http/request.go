@@ -29,9 +29,24 @@ const modernVersion = "2026-07-28"
 
 // Resumption of a broken initialize-era stream.
 const (
-	// maxResumes is how many GET reconnections in a row, without an event
-	// in between, a stream gets before its request fails.
+	// maxResumes is how many GET reconnections in a row, without progress
+	// in between (see progressSpan), a stream gets before its request
+	// fails.
 	maxResumes = 5
+	// progressSpan is how long a broken stream must have lasted, having
+	// delivered a message, for its break to start a new count of
+	// reconnections (of a request's stream, and of the standalone GET
+	// stream). Counting any event as progress let a server that sends one
+	// event and drops the stream each time be reconnected to without
+	// limit, up to ten times a second (minRetry), until the caller's
+	// timeout — which progress may reset for hours — or, for the GET
+	// stream, until Close. A stream cut by a proxy's idle or maximum
+	// duration lasts far longer than this, so it is still resumed as
+	// often as it breaks; a server that cuts sooner gets maxResumes
+	// reconnections in a row, as one that sends nothing does. The bound is
+	// on what a server can make the client do, not on the caller's wait:
+	// the reconnections of a request stay within its timeout.
+	progressSpan = 10 * time.Second
 	// defaultRetry is the wait before reconnecting when the server gave no
 	// retry field.
 	defaultRetry = time.Second
@@ -270,7 +285,7 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 	defer resp.Body.Close()
 	cl.setHeaders(resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		r, err := t.failure(resp, h, cl.id)
+		r, err := t.failure(resp, h, cl.id, true)
 		t.settle(cl, outcome{resp: r, err: err})
 		return
 	}
@@ -338,8 +353,10 @@ func (t *Transport) connError(ctx context.Context, msg string, err error) error 
 
 // failure turns a failure status into the request's outcome: a JSON-RPC
 // error response in the body is returned as the response; otherwise a
-// -32000 error wrapping a *transport.StatusError.
-func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc.ID) (*jsonrpc.Response, error) {
+// -32000 error wrapping a *transport.StatusError. refused says the status
+// answers the message itself (its POST), not the resumption of a stream:
+// a 404 for the session then also wraps transport.ErrNotDelivered.
+func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc.ID, refused bool) (*jsonrpc.Response, error) {
 	data, _ := readBounded(resp.Body, t.maxMsg)
 	se := &transport.StatusError{Status: resp.StatusCode, Body: capText(data)}
 	switch resp.StatusCode {
@@ -348,7 +365,11 @@ func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc
 		return nil, transport.ConnectionError(fmt.Sprintf("the server refused the request: HTTP %d %s", resp.StatusCode, nethttp.StatusText(resp.StatusCode)), se)
 	case nethttp.StatusNotFound:
 		if h.Get(transport.HeaderSessionID) != "" {
-			return nil, transport.ConnectionError("the session has expired: HTTP 404 for its Mcp-Session-Id", fmt.Errorf("%w: %w", ErrSessionExpired, se))
+			var cause error = fmt.Errorf("%w: %w", ErrSessionExpired, se)
+			if refused {
+				cause = undelivered{cause}
+			}
+			return nil, transport.ConnectionError("the session has expired: HTTP 404 for its Mcp-Session-Id", cause)
 		}
 	}
 	if msg, err := jsonrpc.Decode(data); err == nil {
@@ -359,6 +380,14 @@ func (t *Transport) failure(resp *nethttp.Response, h nethttp.Header, id jsonrpc
 	}
 	return nil, transport.ConnectionError(fmt.Sprintf("the server answered HTTP %d %s", resp.StatusCode, nethttp.StatusText(resp.StatusCode)), se)
 }
+
+// undelivered marks its error with transport.ErrNotDelivered, adding no
+// text.
+type undelivered struct{ error }
+
+func (u undelivered) Unwrap() error { return u.error }
+
+func (u undelivered) Is(target error) bool { return target == transport.ErrNotDelivered }
 
 // readBounded reads r to its end, failing with ErrTooLarge past max bytes.
 func readBounded(r io.Reader, max int) ([]byte, error) {
@@ -405,6 +434,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 	sr := newSSEReader(body, t.maxMsg)
 	defer func() { body.Close() }()
 	resumes := 0
+	opened := time.Now()
 	for {
 		done, events, err := t.pump(sr, cl, h)
 		if done || sctx.Err() != nil {
@@ -422,7 +452,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 			t.settle(cl, outcome{err: t.connError(sctx, "the response stream ended before the response, without an event ID to resume from", streamEnd(err))})
 			return
 		}
-		if events > 0 {
+		if events > 0 && time.Since(opened) >= progressSpan {
 			resumes = 0
 		}
 		for {
@@ -443,7 +473,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 				continue
 			}
 			if resp.StatusCode < 200 || resp.StatusCode > 299 || mediaType(resp.Header) != "text/event-stream" {
-				r, ferr := t.failure(resp, baseHeaders(h), cl.id)
+				r, ferr := t.failure(resp, baseHeaders(h), cl.id, false)
 				resp.Body.Close()
 				if ferr == nil {
 					ferr = transport.ConnectionError("resuming the response stream failed: "+capString(safetext.Escape(r.Error.Message, false)), r.Error)
@@ -456,6 +486,7 @@ func (t *Transport) readCallStream(sctx context.Context, cl *call, body io.ReadC
 			body.Close()
 			body = resp.Body
 			sr = sr.resumed(resp.Body)
+			opened = time.Now()
 			break
 		}
 	}

@@ -27,8 +27,10 @@ var ErrClosed = errors.New("http: transport closed")
 
 // ErrSessionExpired is the cause of the error of a request that carried an
 // Mcp-Session-Id and was answered 404: the server has ended the session,
-// and a new one starts with a new connection (initialize).
-var ErrSessionExpired = errors.New("http: the server ended the session (404 for its session ID)")
+// and a new one starts with initialize (snodo.Client does so, and sends a
+// request refused so once more). It is transport.ErrSessionExpired; the
+// error of a POST refused so also wraps transport.ErrNotDelivered.
+var ErrSessionExpired = transport.ErrSessionExpired
 
 // ErrTooLarge is the cause of the error of a response body or an SSE event
 // larger than Config.MaxMessageBytes.
@@ -92,9 +94,9 @@ type Transport struct {
 	// core is the call table, the routing of what the server sends, the
 	// listens and server requests, and the transport's error. Its Mu also
 	// guards the fields below and the Add of wg.
-	core       rpc.Core[*call]
-	getStarted bool
-	getReady   chan struct{} // closed once the first GET has its answer (or failed)
+	core   rpc.Core[*call]
+	get    *getStream      // the standalone GET stream's loop, while it runs
+	onLost func(err error) // transport.StreamWatcher's hook, or nil
 }
 
 // Compile-time checks of the capabilities Transport offers.
@@ -105,6 +107,7 @@ var (
 	_ transport.Listener       = (*Transport)(nil)
 	_ transport.Inbound        = (*Transport)(nil)
 	_ transport.HeaderCarrier  = (*Transport)(nil)
+	_ transport.StreamWatcher  = (*Transport)(nil)
 )
 
 // New returns a transport for cfg. It validates cfg and makes no request.
