@@ -34,7 +34,7 @@ import (
 //
 // 2026-07-28: "ask3" answers input_required with three input requests, a
 // (elicitation), b and c (sampling), and then reports how many answers its
-// retry carried ("answered 3").
+// retry carried ("answered 3"); "ask1" the same with one, elicitation d.
 func limitServer(versions []string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "limit", Version: "1"}, &mcp.ServerOptions{
 		SupportedProtocolVersions: versions,
@@ -90,12 +90,16 @@ func limitServer(versions []string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "third"}, func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
 		return ask(ctx, req.Session, "c", "d"), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "ask3"}, func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
-		if n := len(req.Params.InputResponses); n > 0 {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("answered %d", n)}}}, nil, nil
+	inputs := func(requests mcp.InputRequestMap) mcp.ToolHandlerFor[noArgs, any] {
+		return func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+			if n := len(req.Params.InputResponses); n > 0 {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("answered %d", n)}}}, nil, nil
+			}
+			return &mcp.CallToolResult{InputRequests: requests}, nil, nil
 		}
-		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": form("a?"), "b": sample("b?"), "c": sample("c?")}}, nil, nil
-	})
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "ask3"}, inputs(mcp.InputRequestMap{"a": form("a?"), "b": sample("b?"), "c": sample("c?")}))
+	mcp.AddTool(s, &mcp.Tool{Name: "ask1"}, inputs(mcp.InputRequestMap{"d": form("d?")}))
 	return s
 }
 
@@ -250,18 +254,22 @@ func TestOneMaxServerRequestsLimitForLegacyRequestsOnBothTransports(t *testing.T
 			defer h.releaseAll() // before Close
 			held := h.call(t, rt, "hold")
 			h.waitStarted(t, 2) // the Wasm module and the native handler run
-			res, err := rt.Client().CallTool(ctx, "third", nil)
-			if err != nil {
-				t.Fatal(err)
+			third := h.call(t, rt, "third")
+			select {
+			case <-third.done:
+			case w := <-h.started:
+				t.Fatalf("a %s handler ran while both slots were taken", w)
+			case <-time.After(limitWait):
+				t.Fatalf("third did not end within %v", limitWait)
 			}
-			if got := textOf(res); got != "c=-32603 d=-32603" {
-				t.Errorf("with both slots taken, the third and fourth requests were answered %q, want c=-32603 d=-32603", got)
+			if third.err != nil || third.text != "c=-32603 d=-32603" {
+				t.Errorf("with both slots taken, the third and fourth requests were answered %q %v, want c=-32603 d=-32603", third.text, third.err)
 			}
 			if w, n := h.wasm.Load(), h.native.Load(); w != 1 || n != 1 {
 				t.Errorf("the Wasm handler ran %d times and the native one %d, want once each", w, n)
 			}
 			h.releaseAll()
-			if a := held(); a.err != nil || a.text != "a=accept b=m" {
+			if a := held.wait(t); a.err != nil || a.text != "a=accept b=m" {
 				t.Errorf("the held requests: %q %v, want a=accept b=m", a.text, a.err)
 			}
 			if got := h.most.Load(); got != 2 {
@@ -272,11 +280,12 @@ func TestOneMaxServerRequestsLimitForLegacyRequestsOnBothTransports(t *testing.T
 }
 
 // The same limit for the input requests of a 2026-07-28 server, over stdio
-// and over Streamable HTTP: with a limit of 2, of the three input requests
+// and over Streamable HTTP, with a limit of 2: of the three input requests
 // of one input_required result (an elicitation for the Wasm module, two
 // samplings for the native handler), two run and the third waits for a
-// slot, whichever kind it is; it runs when one of the two is released, and
-// all three are answered.
+// slot, whichever kind it is; the input request of a second call made
+// meanwhile waits too. Each runs when a slot is given back, and both calls
+// are answered.
 func TestOneMaxServerRequestsLimitForInputRequestsOnBothTransports(t *testing.T) {
 	for name, server := range limitServers(t, false) {
 		t.Run(name, func(t *testing.T) {
@@ -288,29 +297,34 @@ func TestOneMaxServerRequestsLimitForInputRequestsOnBothTransports(t *testing.T)
 			}
 			defer rt.Close(ctx)
 			defer h.releaseAll() // before Close
-			done := h.call(t, rt, "ask3")
+			three := h.call(t, rt, "ask3")
 			first := h.waitStarted(t, 2)
-			// Give the third handler the chance to start beside the two,
-			// which the limit must prevent. (A pass does not depend on
-			// this wait; it only gives a missing limit time to show.)
+			one := h.call(t, rt, "ask1")
+			// Give a third handler, of either call, the chance to start
+			// beside the two, which the limit must prevent. (A pass does
+			// not depend on this wait; it only gives a missing limit the
+			// time to show.)
 			select {
 			case w := <-h.started:
 				t.Fatalf("a third handler (%s) ran while %v held both slots", w, first)
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(500 * time.Millisecond):
 			}
 			h.release <- struct{}{} // one of the two returns
-			third := h.waitStarted(t, 1)
+			next := h.waitStarted(t, 1)
 			h.releaseAll()
-			if a := done(); a.err != nil || a.text != "answered 3" {
+			if a := three.wait(t); a.err != nil || a.text != "answered 3" {
 				t.Errorf("ask3: %q %v, want answered 3", a.text, a.err)
+			}
+			if a := one.wait(t); a.err != nil || a.text != "answered 1" {
+				t.Errorf("ask1: %q %v, want answered 1", a.text, a.err)
 			}
 			if got := h.most.Load(); got != 2 {
 				t.Errorf("%d handlers ran at once, want 2", got)
 			}
-			if w, n := h.wasm.Load(), h.native.Load(); w != 1 || n != 2 {
-				t.Errorf("the Wasm handler ran %d times and the native one %d, want 1 and 2", w, n)
+			if w, n := h.wasm.Load(), h.native.Load(); w != 2 || n != 2 {
+				t.Errorf("the Wasm handler ran %d times and the native one %d, want 2 and 2", w, n)
 			}
-			t.Logf("ran first %v, then %v", first, third)
+			t.Logf("ran first %v, then %v", first, next)
 		})
 	}
 }
@@ -318,43 +332,45 @@ func TestOneMaxServerRequestsLimitForInputRequestsOnBothTransports(t *testing.T)
 // limitWait bounds each wait of these tests; a pass never depends on it.
 var limitWait = 2 * time.Minute
 
-// callAnswer is how a tool call ended.
-type callAnswer struct {
+// pending is a tool call made in the background.
+type pending struct {
+	tool string
+	done chan struct{} // closed when the call has ended
 	text string
 	err  error
 }
 
-// call calls tool in the background, and returns the function that waits
-// for its answer (bounded by limitWait). At the end of the test it
-// releases every handler and waits for the call.
-func (h *holds) call(t *testing.T, rt *Runner, tool string) func() callAnswer {
-	done := make(chan struct{})
-	var a callAnswer
+// call calls tool in the background. At the end of the test it releases
+// every handler and waits for the call.
+func (h *holds) call(t *testing.T, rt *Runner, tool string) *pending {
+	p := &pending{tool: tool, done: make(chan struct{})}
 	go func() {
-		defer close(done)
+		defer close(p.done)
 		res, err := rt.Client().CallTool(context.Background(), tool, nil)
 		if err != nil {
-			a.err = err
+			p.err = err
 			return
 		}
-		a.text = textOf(res)
+		p.text = textOf(res)
 	}()
-	wait := func() callAnswer {
-		select {
-		case <-done:
-			return a
-		case <-time.After(limitWait):
-			t.Fatalf("%s did not end within %v", tool, limitWait)
-			return callAnswer{}
-		}
-	}
 	t.Cleanup(func() {
 		h.releaseAll()
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(limitWait):
 			t.Errorf("%s did not end within %v", tool, limitWait)
 		}
 	})
-	return wait
+	return p
+}
+
+// wait waits for the call to end, bounded by limitWait.
+func (p *pending) wait(t *testing.T) *pending {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(limitWait):
+		t.Fatalf("%s did not end within %v", p.tool, limitWait)
+	}
+	return p
 }
