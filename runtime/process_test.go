@@ -136,6 +136,8 @@ func runHelper() {
 				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","content":[{"type":"text","text":"answered %d"}]}}`+"\n", m.ID, len(m.Params.InputResponses))
 			}
 		}
+	case "limit-legacy", "limit-modern": // limitServer over stdio (onelimit_test.go)
+		os.Exit(serveLimitStdio(os.Getenv(helperEnv) == "limit-legacy"))
 	case "grandchild":
 		signal.Ignore(syscall.SIGTERM)
 		select {}
