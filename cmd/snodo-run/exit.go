@@ -136,10 +136,7 @@ func reportError(w io.Writer, err error) int {
 	case errors.As(err, &je):
 		body.Kind, body.Code, body.Data = string(je.Kind), je.Code, je.Data
 		if err == error(je) { // kind and code have fields of their own
-			body.Message = je.Message
-			if je.Cause != nil {
-				body.Message += ": " + je.Cause.Error()
-			}
+			body.Message = je.Detail()
 		}
 		if body.Kind == "" {
 			body.Kind = "server"
