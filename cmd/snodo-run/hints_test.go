@@ -100,7 +100,13 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 	e = exits(t, cli(t, "completion", "nushell"), exitUsage, "usage")
 	contains(t, "error", e.Message, `unknown command "nushell" for "snodo-run completion"`, "bash")
 	e = exits(t, cli(t, "--bogus", "tools", "list", "--", demo), exitUsage, "usage")
-	contains(t, "error", e.Message, "unknown flag: --bogus")
+	contains(t, "error", e.Message, "unknown flag: --bogus", "see snodo-run --help")
+	// An unknown flag close to one the command takes names it, persistent
+	// flags and the command's own alike.
+	e = exits(t, cli(t, "--timout", "5s", "tools", "list", "--", demo), exitUsage, "usage")
+	contains(t, "error", e.Message, "unknown flag: --timout; did you mean --timeout?")
+	e = exits(t, cli(t, "tools", "call", "echo", "--no-valdate", "--", demo), exitUsage, "usage")
+	contains(t, "error", e.Message, "unknown flag: --no-valdate; did you mean --no-validate?", "see snodo-run tools call --help")
 	e = exits(t, cli(t, "lisen"), exitUsage, "usage")
 	contains(t, "error", e.Message, "did you mean listen?")
 	e = exits(t, cli(t, "help", "tools", "lst"), exitUsage, "usage")
