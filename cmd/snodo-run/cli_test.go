@@ -578,7 +578,17 @@ func TestHandlersCheck(t *testing.T) {
 	if rep.Name != "elicit-policy" || len(rep.SHA256) != 64 || fmt.Sprint(rep.Manifest.Methods) != "[elicitation/create]" {
 		t.Errorf("report %+v", rep)
 	}
-	contains(t, "imports", strings.Join(rep.Imports, "\n"), "snodo.set_output(i32, i32)")
+	contains(t, "imports", strings.Join(rep.Imports, "\n"), "snodo.set_output(i32, i32)", "wasi_snapshot_preview1.fd_write(i32, i32, i32, i32) -> i32")
+	// The module's own imports, each once (Go's runtime imports fd_write
+	// twice), without the one Snodo's instrumentation adds.
+	for i, imp := range rep.Imports {
+		if strings.Contains(imp, "yield") && strings.HasPrefix(imp, "snodo.") {
+			t.Errorf("imports list Snodo's own %s", imp)
+		}
+		if i > 0 && rep.Imports[i-1] == imp {
+			t.Errorf("imports list %s twice", imp)
+		}
+	}
 	contains(t, "exports", strings.Join(rep.Exports, "\n"), "snodo_handle(i32, i32) -> i32", "snodo_describe() -> i32")
 
 	text := ok(t, cli(t, "handlers", "check", stopAfterWasm, "-o", "text")).stdout
