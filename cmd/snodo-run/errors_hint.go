@@ -69,7 +69,6 @@ func errNoServer() error {
 
 // connectError makes a failure to connect say what to do about it.
 func (a *app) connectError(err error) error {
-	var je *jsonrpc.Error
 	if srv := a.settings.runner.Server; srv.Remote() {
 		if hint := remoteHint(err, srv.URL); hint != nil {
 			return hint
@@ -79,11 +78,32 @@ func (a *app) connectError(err error) error {
 	case errors.Is(err, runtime.ErrConnectTimeout):
 		return &cliError{code: exitTimeout, kind: "transport",
 			err: fmt.Errorf("%w; give the server longer with --connect-timeout (now %v)", err, a.settings.runner.ConnectTimeout)}
-	case errors.As(err, &je) && je.Kind == jsonrpc.KindServer && je.Code == jsonrpc.CodeMethodNotFound && forcedModern(a.settings.runner.Protocol):
+	case forcedModern(a.settings.runner.Protocol) && refusedDiscover(err):
 		return &cliError{code: exitConnection, kind: "protocol",
 			err: fmt.Errorf("the server does not implement server/discover (%w): it speaks only the legacy era, the initialize handshake (2024-11-05 … 2025-11-25), and --protocol %s allows only 2026-07-28; use --protocol legacy, or auto to let snodo-run choose", err, a.settings.runner.Protocol)}
 	}
 	return err
+}
+
+// refusedDiscover reports whether err, the failure of the server/discover
+// that a modern-only connection starts with, is how a server that speaks
+// only the legacy era answers it: over stdio -32601 (method not found);
+// over Streamable HTTP, a server that wants initialize first answers 400,
+// 404 or 405 (the Go SDK's), or a JSON-RPC error such as the TypeScript
+// SDK's -32000 "Bad Request: Server not initialized" or the Python SDK's
+// -32600 for a request without a session. These are the answers that the
+// automatic era choice takes for a legacy server too.
+func refusedDiscover(err error) bool {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Kind == jsonrpc.KindServer {
+		switch je.Code {
+		case jsonrpc.CodeMethodNotFound, jsonrpc.CodeConnectionClosed, jsonrpc.CodeInvalidRequest:
+			return true
+		}
+		return false
+	}
+	var se *transport.StatusError
+	return errors.As(err, &se) && (se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed)
 }
 
 // forcedModern reports whether protocol allows the modern era only.

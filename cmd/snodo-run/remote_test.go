@@ -372,3 +372,35 @@ func TestURLRedirectToAnotherOriginIsNotFollowed(t *testing.T) {
 	defer same.Close()
 	ok(t, cli(t, "--url", same.URL+"/old", "--header", "X-Api-Key: k-1", "tools", "list"))
 }
+
+// --protocol modern against a server that speaks only the legacy era over
+// Streamable HTTP ends with the message stdio gives (exit 3, kind
+// protocol, what to do), whether the server answers server/discover as the
+// TypeScript SDK's does (400 with a -32000 "Server not initialized" body)
+// or with a bare 400.
+func TestURLForcedModernAgainstLegacyServer(t *testing.T) {
+	for name, answer := range map[string]func(http.ResponseWriter){
+		"typescript sdk": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`)
+		},
+		"bare 400": func(w http.ResponseWriter) {
+			http.Error(w, "Bad Request: Mcp-Session-Id header is required", http.StatusBadRequest)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				answer(w)
+			}))
+			defer srv.Close()
+			e := exits(t, cli(t, "--url", srv.URL+"/mcp", "--protocol", "modern", "tools", "list"), exitConnection, "protocol")
+			contains(t, "error", e.Message, "the server does not implement server/discover", "it speaks only the legacy era",
+				"use --protocol legacy, or auto to let snodo-run choose")
+		})
+	}
+	// Over stdio, the same.
+	e := exits(t, cli(t, "--protocol", "modern", "tools", "list", "--", demo, "--era", "legacy"), exitConnection, "protocol")
+	contains(t, "error", e.Message, "the server does not implement server/discover", "use --protocol legacy, or auto to let snodo-run choose")
+}
