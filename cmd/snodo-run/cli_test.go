@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -222,6 +223,26 @@ func TestCtrlCCancelsTheRequestAndShutsDown(t *testing.T) {
 func TestCtrlCEndsListenWithSuccess(t *testing.T) {
 	r := cliWith(t, runOpts{interrupt: sigint("subscription accepted")}, "--verbose", "listen", "--tools", "--", demo)
 	ok(t, r)
+}
+
+// So it is for proxy, whose host keeps its stdin open: SIGINT or SIGTERM
+// ends it with 0, as README's exit-code table says.
+func TestSignalEndsProxyWithSuccess(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			sent := false
+			r := cliWith(t, runOpts{holdStdin: true, interrupt: func(p *os.Process, line string) {
+				if !sent && strings.Contains(line, "connected") {
+					sent = true
+					_ = p.Signal(sig)
+				}
+			}}, "--verbose", "proxy", "--", demo)
+			ok(t, r)
+			if !sent {
+				t.Errorf("no signal sent; stderr:\n%s", r.stderr)
+			}
+		})
+	}
 }
 
 // "the built binary run against … server-everything, for every command"

@@ -35,7 +35,9 @@ const exitCodesHelp = `Exit codes:
   130 interrupted (Ctrl-C, SIGINT): the request in flight was cancelled on
       the server, and the server shut down; a second Ctrl-C kills the server
       and exits at once
-  143 terminated (SIGTERM): the same as 130`
+  143 terminated (SIGTERM): the same as 130
+  listen and proxy run until stopped: a first Ctrl-C or SIGTERM is their
+  normal end, exit 0`
 
 // cliError is an error with the exit code and kind it is reported with.
 type cliError struct {
