@@ -400,7 +400,18 @@ func TestURLForcedModernAgainstLegacyServer(t *testing.T) {
 				"use --protocol legacy, or auto to let snodo-run choose")
 		})
 	}
+	// The Go SDK's server configured for legacy versions answers -32022
+	// listing them: the same message, naming the versions, which the
+	// error's data lists for programs.
+	rs := newRemoteServer(t, []string{"2025-11-25", "2025-06-18"}, "")
+	e := exits(t, cli(t, "--url", rs.url(), "--protocol", "modern", "tools", "list"), exitConnection, "protocol")
+	contains(t, "error", e.Message, "the server supports only the versions [2025-11-25 2025-06-18]", "it speaks only the legacy era",
+		"use --protocol legacy, or auto to let snodo-run choose")
+	contains(t, "data", string(e.Data), `"supported":["2025-11-25","2025-06-18"]`)
+	if strings.Contains(e.Message, "WithEra") {
+		t.Errorf("the command line's error names the Go API: %s", e.Message)
+	}
 	// Over stdio, the same.
-	e := exits(t, cli(t, "--protocol", "modern", "tools", "list", "--", demo, "--era", "legacy"), exitConnection, "protocol")
+	e = exits(t, cli(t, "--protocol", "modern", "tools", "list", "--", demo, "--era", "legacy"), exitConnection, "protocol")
 	contains(t, "error", e.Message, "the server does not implement server/discover", "use --protocol legacy, or auto to let snodo-run choose")
 }
