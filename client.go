@@ -246,10 +246,13 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 			// any other: the server may have had a reason of its own.
 			if !ok {
 				// The error marks a modern server: no fallback, but say
-				// how to reach the legacy versions it may list.
-				return protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
+				// how to reach the legacy versions it may list. Its data
+				// carries the server's list, for programs.
+				e := protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
 					"server/discover answered -32022 with supported versions %v, none of Snodo's modern versions %v; to use a legacy version the server lists, connect WithEra(EraLegacy)",
 					data.Supported, modernVersions)
+				e.Data, _ = json.Marshal(map[string][]string{"supported": data.Supported})
+				return e
 			}
 			version = next
 			continue

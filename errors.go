@@ -60,9 +60,10 @@ func protocolError(code int64, cause error, format string, args ...any) *Error {
 	return &Error{Kind: jsonrpc.KindProtocol, Code: code, Message: fmt.Sprintf(format, args...), Cause: cause}
 }
 
-// notInEra is the error for method in an era that lacks it.
+// notInEra is the error for method in an era that lacks it. Its message
+// ends with ErrNotInEra's text, which Error so says once.
 func notInEra(what string, era Era) *Error {
-	return protocolError(jsonrpc.CodeMethodNotFound, ErrNotInEra, "%s is not supported in the %s era", what, era)
+	return protocolError(jsonrpc.CodeMethodNotFound, ErrNotInEra, "%s (%s era): %v", what, era, ErrNotInEra)
 }
 
 // badResult is the error for a result that cannot be decoded.

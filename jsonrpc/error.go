@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // Kind says which layer produced an Error.
@@ -84,12 +85,39 @@ func (e *Error) Error() string {
 	b = append(b, "error "...)
 	b = strconv.AppendInt(b, e.Code, 10)
 	b = append(b, ": "...)
-	b = append(b, e.Message...)
-	if e.Cause != nil {
-		b = append(b, ": "...)
-		b = append(b, e.Cause.Error()...)
-	}
+	b = append(b, e.Detail()...)
 	return string(b)
+}
+
+// Detail is the message followed by the cause's text, saying once what the
+// two share: a message that already ends with its cause's text ("POST
+// failed: Post \"…\": EOF" caused by that EOF), or with the cause's first
+// part ("request abandoned: context canceled" caused by "context canceled:
+// the server went away"), is not followed by it again.
+func (e *Error) Detail() string {
+	if e.Cause == nil {
+		return e.Message
+	}
+	return mergeCause(e.Message, e.Cause.Error())
+}
+
+// mergeCause joins msg and cause with ": ", leaving out what msg already
+// ends with: the whole cause, or its first ": "-separated part. It looks at
+// those two overlaps only, so it takes time linear in the lengths.
+func mergeCause(msg, cause string) string {
+	if cause == "" {
+		return msg
+	}
+	ends := func(part string) bool {
+		return msg == part || strings.HasSuffix(msg, ": "+part)
+	}
+	if ends(cause) {
+		return msg
+	}
+	if i := strings.Index(cause, ": "); i > 0 && ends(cause[:i]) {
+		return msg + cause[i:]
+	}
+	return msg + ": " + cause
 }
 
 // Unwrap returns the cause, for errors.Is and errors.As.

@@ -52,3 +52,29 @@ func TestErrorWireFormKeepsData(t *testing.T) {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }
+
+// An error whose message already says its cause, or the cause's first part,
+// says it once: "POST failed: EOF", not "POST failed: EOF: EOF".
+func TestErrorSaysItsCauseOnce(t *testing.T) {
+	eof := errors.New(`Post "http://127.0.0.1:1/mcp": EOF`)
+	for _, c := range []struct {
+		e    *Error
+		want string
+	}{
+		{&Error{Code: CodeConnectionClosed, Message: "POST failed: " + eof.Error(), Cause: eof}, `POST failed: Post "http://127.0.0.1:1/mcp": EOF`},
+		{&Error{Code: CodeInternalError, Message: "request abandoned: context canceled", Cause: errors.New("context canceled")}, "request abandoned: context canceled"},
+		{&Error{Code: CodeInternalError, Message: "request abandoned: context canceled", Cause: fmt.Errorf("%w: %w", errors.New("context canceled"), errors.New("the server went away"))}, "request abandoned: context canceled: the server went away"},
+		{&Error{Code: CodeConnectionClosed, Message: "server exited", Cause: io.ErrUnexpectedEOF}, "server exited: unexpected EOF"},
+		// Only a whole part counts: "read EOF" does not end with the part "EOF".
+		{&Error{Code: CodeConnectionClosed, Message: "read EOF", Cause: io.EOF}, "read EOF: EOF"},
+		{&Error{Code: CodeConnectionClosed, Message: "EOF", Cause: io.EOF}, "EOF"},
+		{&Error{Code: CodeConnectionClosed, Message: "closed", Cause: errors.New("")}, "closed"},
+	} {
+		if got := c.e.Detail(); got != c.want {
+			t.Errorf("Detail() = %q, want %q", got, c.want)
+		}
+		if got, want := c.e.Error(), fmt.Sprintf("error %d: %s", c.e.Code, c.want); got != want {
+			t.Errorf("Error() = %q, want %q", got, want)
+		}
+	}
+}

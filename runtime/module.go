@@ -25,7 +25,8 @@ type ModuleReport struct {
 	ABI      int          `json:"abi"`
 	Manifest abi.Manifest `json:"manifest"`
 	// Imports are the functions the module imports, as
-	// "module.name(params) results".
+	// "module.name(params) results", each once; the one Snodo's fuel
+	// checks add to an instrumented module is not among them.
 	Imports []string `json:"imports"`
 	// Exports are the functions the module exports, the same way.
 	Exports []string `json:"exports"`
@@ -66,6 +67,9 @@ func CheckModule(ctx context.Context, mc ModuleConfig, cacheDir string) (*Module
 		rep.Exports = append(rep.Exports, name+signature(d))
 	}
 	sortStrings(rep.Imports)
+	// A module may import one function more than once (Go's runtime
+	// imports fd_write twice): the report names each once.
+	rep.Imports = slices.Compact(rep.Imports)
 	sortStrings(rep.Exports)
 	return rep, nil
 }

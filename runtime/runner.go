@@ -428,7 +428,7 @@ func (r *Runner) Explain(err error) error {
 	// The cause goes into the message, before what the server left: the
 	// message then reads in order, the server's last words at the end.
 	if e.Cause != nil {
-		e.Message += ": " + e.Cause.Error()
+		e.Message = e.Detail()
 		e.Cause = nil
 	}
 	data := map[string]any{}

@@ -19,7 +19,22 @@ if [ ! -f "$policy" ]; then
 fi
 config='{"values": {"name": "Ada Lovelace", "plan": "pro"}, "rules": [{"match": "delete", "action": "decline"}]}'
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+# shellquote prints its arguments as a shell reads them back: each word
+# that is more than letters, digits and _./=:@%+,- in single quotes, so a
+# command shown by step can be copied and pasted (the JSON of
+# --handler-config among them).
+shellquote() {
+	local a out=()
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./=:@%+,-]+$ ]]; then
+			out+=("$a")
+		else
+			out+=("'${a//\'/\'\\\'\'}'")
+		fi
+	done
+	printf '%s' "${out[*]}"
+}
+step() { printf '\n\033[1m$ %s\033[0m\n' "$(shellquote "$@")"; }
 run() { step "$@"; "$@"; }
 
 echo

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -222,6 +223,26 @@ func TestCtrlCCancelsTheRequestAndShutsDown(t *testing.T) {
 func TestCtrlCEndsListenWithSuccess(t *testing.T) {
 	r := cliWith(t, runOpts{interrupt: sigint("subscription accepted")}, "--verbose", "listen", "--tools", "--", demo)
 	ok(t, r)
+}
+
+// So it is for proxy, whose host keeps its stdin open: SIGINT or SIGTERM
+// ends it with 0, as README's exit-code table says.
+func TestSignalEndsProxyWithSuccess(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			sent := false
+			r := cliWith(t, runOpts{holdStdin: true, interrupt: func(p *os.Process, line string) {
+				if !sent && strings.Contains(line, "connected") {
+					sent = true
+					_ = p.Signal(sig)
+				}
+			}}, "--verbose", "proxy", "--", demo)
+			ok(t, r)
+			if !sent {
+				t.Errorf("no signal sent; stderr:\n%s", r.stderr)
+			}
+		})
+	}
 }
 
 // "the built binary run against … server-everything, for every command"
@@ -578,7 +599,17 @@ func TestHandlersCheck(t *testing.T) {
 	if rep.Name != "elicit-policy" || len(rep.SHA256) != 64 || fmt.Sprint(rep.Manifest.Methods) != "[elicitation/create]" {
 		t.Errorf("report %+v", rep)
 	}
-	contains(t, "imports", strings.Join(rep.Imports, "\n"), "snodo.set_output(i32, i32)")
+	contains(t, "imports", strings.Join(rep.Imports, "\n"), "snodo.set_output(i32, i32)", "wasi_snapshot_preview1.fd_write(i32, i32, i32, i32) -> i32")
+	// The module's own imports, each once (Go's runtime imports fd_write
+	// twice), without the one Snodo's instrumentation adds.
+	for i, imp := range rep.Imports {
+		if strings.Contains(imp, "yield") && strings.HasPrefix(imp, "snodo.") {
+			t.Errorf("imports list Snodo's own %s", imp)
+		}
+		if i > 0 && rep.Imports[i-1] == imp {
+			t.Errorf("imports list %s twice", imp)
+		}
+	}
 	contains(t, "exports", strings.Join(rep.Exports, "\n"), "snodo_handle(i32, i32) -> i32", "snodo_describe() -> i32")
 
 	text := ok(t, cli(t, "handlers", "check", stopAfterWasm, "-o", "text")).stdout

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // strictCommands makes every command that only groups others (the root,
@@ -78,3 +80,25 @@ func knownHelpTopic(cmd *cobra.Command, args []string) error {
 
 // isGroup reports whether cmd only groups subcommands: it needs no settings.
 func isGroup(cmd *cobra.Command) bool { return cmd.HasSubCommands() }
+
+// flagError is err, a flag that cmd could not parse, with the closest flag
+// cmd takes when err names an unknown long flag (--timout: did you mean
+// --timeout?), and where to look.
+func flagError(cmd *cobra.Command, err error) error {
+	var nf *pflag.NotExistError
+	if !errors.As(err, &nf) || nf.GetSpecifiedShortnames() != "" || nf.GetSpecifiedName() == "" {
+		return err
+	}
+	name := nf.GetSpecifiedName()
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	msg := err.Error()
+	if best := closest(name, names); best != "" {
+		msg += "; did you mean --" + best + "?"
+	}
+	return fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())
+}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -69,7 +72,6 @@ func errNoServer() error {
 
 // connectError makes a failure to connect say what to do about it.
 func (a *app) connectError(err error) error {
-	var je *jsonrpc.Error
 	if srv := a.settings.runner.Server; srv.Remote() {
 		if hint := remoteHint(err, srv.URL); hint != nil {
 			return hint
@@ -79,11 +81,59 @@ func (a *app) connectError(err error) error {
 	case errors.Is(err, runtime.ErrConnectTimeout):
 		return &cliError{code: exitTimeout, kind: "transport",
 			err: fmt.Errorf("%w; give the server longer with --connect-timeout (now %v)", err, a.settings.runner.ConnectTimeout)}
-	case errors.As(err, &je) && je.Kind == jsonrpc.KindServer && je.Code == jsonrpc.CodeMethodNotFound && forcedModern(a.settings.runner.Protocol):
-		return &cliError{code: exitConnection, kind: "protocol",
-			err: fmt.Errorf("the server does not implement server/discover (%w): it speaks only the legacy era, the initialize handshake (2024-11-05 … 2025-11-25), and --protocol %s allows only 2026-07-28; use --protocol legacy, or auto to let snodo-run choose", err, a.settings.runner.Protocol)}
+	case forcedModern(a.settings.runner.Protocol) && refusedDiscover(err):
+		const fix = "it speaks only the legacy era, the initialize handshake (2024-11-05 … 2025-11-25), and --protocol %s allows only 2026-07-28; use --protocol legacy, or auto to let snodo-run choose"
+		e := fmt.Errorf("the server does not implement server/discover (%w): "+fix, err, a.settings.runner.Protocol)
+		if legacy := listedLegacy(err); legacy != nil {
+			e = &hintedError{msg: fmt.Sprintf("the server supports only the versions %v: "+fix, legacy, a.settings.runner.Protocol), err: err}
+		}
+		return &cliError{code: exitConnection, kind: "protocol", err: e}
 	}
 	return err
+}
+
+// listedLegacy is the server's list of versions when err is the -32022
+// of a server that lists legacy versions Snodo speaks and no modern one
+// (the Go SDK's server configured for legacy versions), else nil.
+func listedLegacy(err error) []string {
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Kind != jsonrpc.KindProtocol || je.Code != jsonrpc.CodeUnsupportedProtocolVersion {
+		return nil
+	}
+	var data struct {
+		Supported []string `json:"supported"`
+	}
+	if json.Unmarshal(je.Data, &data) != nil || !slices.ContainsFunc(data.Supported, func(v string) bool {
+		return slices.Contains(snodo.SupportedVersions(), v) && !strings.HasPrefix(v, "2026-")
+	}) {
+		return nil
+	}
+	return data.Supported
+}
+
+// refusedDiscover reports whether err, the failure of the server/discover
+// that a modern-only connection starts with, is how a server that speaks
+// only the legacy era answers it: over stdio -32601 (method not found);
+// over Streamable HTTP, a server that wants initialize first answers 400,
+// 404 or 405 (the Go SDK's), or a JSON-RPC error such as the TypeScript
+// SDK's -32000 "Bad Request: Server not initialized" or the Python SDK's
+// -32600 for a request without a session; or -32022 with only legacy
+// versions in its list. These are the answers that the automatic era
+// choice takes for a legacy server too.
+func refusedDiscover(err error) bool {
+	var je *jsonrpc.Error
+	if listedLegacy(err) != nil {
+		return true
+	}
+	if errors.As(err, &je) && je.Kind == jsonrpc.KindServer {
+		switch je.Code {
+		case jsonrpc.CodeMethodNotFound, jsonrpc.CodeConnectionClosed, jsonrpc.CodeInvalidRequest:
+			return true
+		}
+		return false
+	}
+	var se *transport.StatusError
+	return errors.As(err, &se) && (se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed)
 }
 
 // forcedModern reports whether protocol allows the modern era only.

@@ -35,7 +35,9 @@ const exitCodesHelp = `Exit codes:
   130 interrupted (Ctrl-C, SIGINT): the request in flight was cancelled on
       the server, and the server shut down; a second Ctrl-C kills the server
       and exits at once
-  143 terminated (SIGTERM): the same as 130`
+  143 terminated (SIGTERM): the same as 130
+  listen and proxy run until stopped: a first Ctrl-C or SIGTERM is their
+  normal end, exit 0`
 
 // cliError is an error with the exit code and kind it is reported with.
 type cliError struct {
@@ -136,10 +138,7 @@ func reportError(w io.Writer, err error) int {
 	case errors.As(err, &je):
 		body.Kind, body.Code, body.Data = string(je.Kind), je.Code, je.Data
 		if err == error(je) { // kind and code have fields of their own
-			body.Message = je.Message
-			if je.Cause != nil {
-				body.Message += ": " + je.Cause.Error()
-			}
+			body.Message = je.Detail()
 		}
 		if body.Kind == "" {
 			body.Kind = "server"

@@ -49,12 +49,22 @@ func TestStrictConfigFileKeys(t *testing.T) {
 	contains(t, "data", string(e.Data), `"key":"timeot"`, `"suggestion":"timeout"`)
 }
 
-// A SNODO_ environment variable that names no setting is an error too.
+// A SNODO_ environment variable that looks like a misspelt setting is an
+// error too; one that is nowhere near a setting is someone else's and is
+// left alone.
 func TestStrictEnvironment(t *testing.T) {
 	e := exits(t, cliWith(t, runOpts{env: []string{"SNODO_TIMOUT=5s"}}, "discover", "--", demo), exitUsage, "config")
 	contains(t, "error", e.Message, "environment variable SNODO_TIMOUT names no snodo-run setting (did you mean SNODO_TIMEOUT?)")
 	// Every setting's variable is accepted.
 	ok(t, cliWith(t, runOpts{env: []string{"SNODO_CONNECT_TIMEOUT=20s", "SNODO_GUARD_DENY=x", "SNODO_SERVER_STDERR=false"}}, "discover", "--", demo))
+	// A wrapper script's variables are not settings and not typos of one.
+	ok(t, cliWith(t, runOpts{env: []string{"SNODO_RUN=/path/to/snodo-run", "SNODO_HOME=/opt/snodo", "SNODO_WRAPPER_VERSION=3"}}, "discover", "--", demo))
+	// Among them, the typo is still caught, and only it is named.
+	e = exits(t, cliWith(t, runOpts{env: []string{"SNODO_RUN=/path/to/snodo-run", "SNODO_PROTOCL=legacy"}}, "discover", "--", demo), exitUsage, "config")
+	contains(t, "error", e.Message, "SNODO_PROTOCL names no snodo-run setting (did you mean SNODO_PROTOCOL?)")
+	if strings.Contains(e.Message, "SNODO_RUN") {
+		t.Errorf("error names SNODO_RUN, which is no typo of a setting: %s", e.Message)
+	}
 }
 
 // A modules entry whose name matches no loaded module would drop that
@@ -90,7 +100,13 @@ func TestUnknownCommandsAndFlags(t *testing.T) {
 	e = exits(t, cli(t, "completion", "nushell"), exitUsage, "usage")
 	contains(t, "error", e.Message, `unknown command "nushell" for "snodo-run completion"`, "bash")
 	e = exits(t, cli(t, "--bogus", "tools", "list", "--", demo), exitUsage, "usage")
-	contains(t, "error", e.Message, "unknown flag: --bogus")
+	contains(t, "error", e.Message, "unknown flag: --bogus", "see snodo-run --help")
+	// An unknown flag close to one the command takes names it, persistent
+	// flags and the command's own alike.
+	e = exits(t, cli(t, "--timout", "5s", "tools", "list", "--", demo), exitUsage, "usage")
+	contains(t, "error", e.Message, "unknown flag: --timout; did you mean --timeout?")
+	e = exits(t, cli(t, "tools", "call", "echo", "--no-valdate", "--", demo), exitUsage, "usage")
+	contains(t, "error", e.Message, "unknown flag: --no-valdate; did you mean --no-validate?", "see snodo-run tools call --help")
 	e = exits(t, cli(t, "lisen"), exitUsage, "usage")
 	contains(t, "error", e.Message, "did you mean listen?")
 	e = exits(t, cli(t, "help", "tools", "lst"), exitUsage, "usage")

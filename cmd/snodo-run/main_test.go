@@ -174,6 +174,9 @@ type runOpts struct {
 	env   []string // added to the environment
 	dir   string   // working directory; "" is a fresh empty one
 	stdin string
+	// holdStdin keeps stdin open, empty, until snodo-run exits (as a
+	// host keeps a proxy's stdin), instead of giving stdin.
+	holdStdin bool
 	// interrupt, when set, is called with the running process and its
 	// stderr lines as they come; it may send the process a signal.
 	interrupt func(p *os.Process, line string)
@@ -200,6 +203,15 @@ func cliWith(t *testing.T, o runOpts, args ...string) result {
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+mark)
 	cmd.Env = append(cmd.Env, o.env...)
 	cmd.Stdin = strings.NewReader(o.stdin)
+	if o.holdStdin {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		defer r.Close()
+		cmd.Stdin = r
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	var pw *io.PipeWriter

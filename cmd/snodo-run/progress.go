@@ -91,7 +91,10 @@ func (v *progressView) update(message string, value int64) {
 	_ = v.bar.Set64(value)
 }
 
-// endProgress clears the bar, if one was shown.
+// endProgress clears the bar, if one was shown, where it stands: a call
+// that ended before its progress did (Ctrl-C, an error) does not show 100%
+// on its way out. Finish stops the spinner's redrawing; with
+// clear-on-finish it draws nothing.
 func (a *app) endProgress() {
 	if a.progress == nil {
 		return
@@ -99,6 +102,7 @@ func (a *app) endProgress() {
 	a.progress.mu.Lock()
 	defer a.progress.mu.Unlock()
 	if a.progress.bar != nil {
+		progressbar.OptionClearOnFinish()(a.progress.bar)
 		_ = a.progress.bar.Finish()
 		_ = a.progress.bar.Clear()
 	}

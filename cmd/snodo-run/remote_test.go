@@ -405,3 +405,46 @@ func TestURLSessionExpiredStartsNewSession(t *testing.T) {
 	contains(t, "tools list", r.stdout, "ask", "count")
 	contains(t, "stderr", r.stderr, "the server ended the session", "new session started")
 }
+
+// --protocol modern against a server that speaks only the legacy era over
+// Streamable HTTP ends with the message stdio gives (exit 3, kind
+// protocol, what to do), whether the server answers server/discover as the
+// TypeScript SDK's does (400 with a -32000 "Server not initialized" body)
+// or with a bare 400.
+func TestURLForcedModernAgainstLegacyServer(t *testing.T) {
+	for name, answer := range map[string]func(http.ResponseWriter){
+		"typescript sdk": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`)
+		},
+		"bare 400": func(w http.ResponseWriter) {
+			http.Error(w, "Bad Request: Mcp-Session-Id header is required", http.StatusBadRequest)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				answer(w)
+			}))
+			defer srv.Close()
+			e := exits(t, cli(t, "--url", srv.URL+"/mcp", "--protocol", "modern", "tools", "list"), exitConnection, "protocol")
+			contains(t, "error", e.Message, "the server does not implement server/discover", "it speaks only the legacy era",
+				"use --protocol legacy, or auto to let snodo-run choose")
+		})
+	}
+	// The Go SDK's server configured for legacy versions answers -32022
+	// listing them: the same message, naming the versions, which the
+	// error's data lists for programs.
+	rs := newRemoteServer(t, []string{"2025-11-25", "2025-06-18"}, "")
+	e := exits(t, cli(t, "--url", rs.url(), "--protocol", "modern", "tools", "list"), exitConnection, "protocol")
+	contains(t, "error", e.Message, "the server supports only the versions [2025-11-25 2025-06-18]", "it speaks only the legacy era",
+		"use --protocol legacy, or auto to let snodo-run choose")
+	contains(t, "data", string(e.Data), `"supported":["2025-11-25","2025-06-18"]`)
+	if strings.Contains(e.Message, "WithEra") {
+		t.Errorf("the command line's error names the Go API: %s", e.Message)
+	}
+	// Over stdio, the same.
+	e = exits(t, cli(t, "--protocol", "modern", "tools", "list", "--", demo, "--era", "legacy"), exitConnection, "protocol")
+	contains(t, "error", e.Message, "the server does not implement server/discover", "use --protocol legacy, or auto to let snodo-run choose")
+}

@@ -138,8 +138,8 @@ func (a *app) newRoot() *cobra.Command {
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 	}
 	root.SetVersionTemplate("snodo-run {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &cliError{code: exitUsage, kind: "usage", err: err}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &cliError{code: exitUsage, kind: "usage", err: flagError(cmd, err)}
 	})
 	f := root.PersistentFlags()
 	f.StringVar(&a.configFlag, "config", "", "config file (YAML, TOML or JSON); default snodo.{yaml,toml,json} in the user config dir (one in . is read only when named: --config ./snodo.yaml)")

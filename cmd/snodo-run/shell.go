@@ -211,6 +211,21 @@ func (sh *shell) summary() error {
 
 // ---- terminal mode
 
+// fallbackWidth is the width the line editor assumes on a terminal that
+// reports none.
+const fallbackWidth = 80
+
+// screenWidth is the terminal's width for the line editor, or
+// fallbackWidth when it reports no columns (a serial console, some CI
+// terminals): with 0 the editor would not complete on Tab and would
+// redraw the prompt at every key.
+func screenWidth() int {
+	if w := readline.GetScreenWidth(); w > 0 {
+		return w
+	}
+	return fallbackWidth
+}
+
 func (sh *shell) terminal(historyFile string) error {
 	if historyFile != "" {
 		if err := prepareHistory(historyFile, historyLimit, sh.a.stderr); err != nil {
@@ -224,6 +239,7 @@ func (sh *shell) terminal(historyFile string) error {
 		HistoryLimit:      historyLimit,
 		HistorySearchFold: true,
 		AutoComplete:      sh.names,
+		FuncGetWidth:      screenWidth,
 		InterruptPrompt:   "^C",
 		EOFPrompt:         "exit",
 		Stdout:            sh.a.stdout,

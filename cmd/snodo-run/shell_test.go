@@ -41,13 +41,19 @@ const wait = 60 * time.Second
 // environment of its own (config, cache and state directories).
 func startTerminal(t *testing.T, env []string, args ...string) *terminal {
 	t.Helper()
+	return startTerminalSized(t, pty.Winsize{Rows: 50, Cols: 250}, env, args...)
+}
+
+// startTerminalSized is startTerminal on a terminal of the given size.
+func startTerminalSized(t *testing.T, size pty.Winsize, env []string, args ...string) *terminal {
+	t.Helper()
 	tm := &terminal{t: t, mark: newMark(), changed: make(chan struct{}, 1), readErr: make(chan struct{}), waited: make(chan error, 1)}
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "TERM=xterm", "XDG_CONFIG_HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir(),
 		"SNODO_CACHE_DIR="+cacheDir, markEnv+"="+tm.mark)
 	cmd.Env = append(cmd.Env, env...)
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 250})
+	ptmx, err := pty.StartWithSize(cmd, &size)
 	if err != nil {
 		t.Fatalf("starting snodo-run on a pty: %v", err)
 	}
@@ -239,7 +245,9 @@ func TestShellOnATerminal(t *testing.T) {
 			tm.expect("step 10 of 1000")
 			tm.send("\x03")
 			tm.expect(`{"error":{"kind":"interrupted"`)
-			tm.expect(`"exitCode":130}`)
+			if msg := tm.expect(`"exitCode":130}`); strings.Contains(msg, "context canceled: context canceled") {
+				t.Errorf("the interrupted call's error repeats its cause: %s", msg)
+			}
 			tm.send("tools call echo text=after-ctrl-c\r")
 			tm.expect("\nafter-ctrl-c\n")
 
@@ -253,6 +261,38 @@ func TestShellOnATerminal(t *testing.T) {
 			}
 			contains(t, "history", string(b), "tools list\n", "listen --tools\n", "exit\n")
 		})
+	}
+}
+
+// A terminal that reports no columns (a serial console, some CI
+// terminals) gets the same completion as any other: Tab completes, and
+// the line is redrawn without stray control characters.
+func TestShellOnATerminalWithoutColumns(t *testing.T) {
+	tm := startTerminalSized(t, pty.Winsize{}, nil, "shell", "--no-history", "--", demo)
+	tm.expect("snodo-demo> ")
+	tm.send("tools list\r")
+	tm.expect(`"name":"echo"`)
+	tm.expect("snodo-demo> ")
+	tm.mu.Lock()
+	start := tm.out.Len()
+	tm.mu.Unlock()
+	tm.send("call ech\t")
+	tm.expect("call echo ")
+	tm.send("te\t")
+	tm.expect("text=")
+	tm.send("from-tab\r")
+	tm.expect(`"text":"from-tab"`)
+	tm.send("exit\r")
+	if code := tm.end(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	tm.mu.Lock()
+	typed := tm.out.String()[start:]
+	tm.mu.Unlock()
+	// Redrawing uses the line editor's usual sequences only.
+	rest := regexp.MustCompile(`\x1b\[(J|2K)|[\r\n\x08]`).ReplaceAllString(typed, "")
+	if i := strings.IndexFunc(rest, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		t.Errorf("stray control character %q in the redrawn line: %q", rest[i], typed)
 	}
 }
 

@@ -269,10 +269,14 @@ var envKeys = []string{
 	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace, keyTrace, keyURLElicitation,
 }
 
-// checkEnv reports the SNODO_ environment variables that name no setting.
-// SNODO_CONFIG names the config file; SNODO_RUNNER_MARK is what the runtime
-// sets in a server's environment, which a snodo-run started under that
-// server inherits.
+// checkEnv reports the SNODO_ environment variables that look like a
+// misspelt setting: those near enough to a setting's variable to be a typo
+// of it (SNODO_TIMOUT), and SNODO_ALLOW_TRUSTED, which only the command
+// line may give. Any other SNODO_ variable is not snodo-run's (a wrapper
+// script's SNODO_RUN=/path/to/snodo-run, say) and is left alone: the prefix
+// is not reserved. SNODO_CONFIG names the config file; SNODO_RUNNER_MARK is
+// what the runtime sets in a server's environment, which a snodo-run started
+// under that server inherits.
 func checkEnv(environ []string) []keyProblem {
 	known := []string{"SNODO_CONFIG", "SNODO_RUNNER_MARK"}
 	for _, k := range envKeys {
@@ -295,6 +299,8 @@ func checkEnv(environ []string) []keyProblem {
 		} else if sug := closest(strings.TrimPrefix(name, "SNODO_"), trimmed); sug != "" {
 			p.Suggestion = "SNODO_" + sug
 			p.message += " (did you mean " + p.Suggestion + "?)"
+		} else {
+			continue
 		}
 		problems = append(problems, p)
 	}

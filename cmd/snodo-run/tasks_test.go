@@ -176,3 +176,13 @@ func TestShellTaskOnATerminalCtrlCCancelsTheTask(t *testing.T) {
 		t.Errorf("exit code %d, want 0; output:\n%s", code, tm.screen())
 	}
 }
+
+// tasks list has no modern-era method: the error names the method and the
+// era, and says "not supported" once.
+func TestTasksListModernSaysItOnce(t *testing.T) {
+	e := exits(t, cli(t, "--protocol", "modern", "tasks", "list", "--", demo), exitConnection, "protocol")
+	contains(t, "error", e.Message, "tasks/list (modern era): not supported in this protocol era")
+	if n := strings.Count(e.Message, "not supported"); n != 1 {
+		t.Errorf("error says not supported %d times: %s", n, e.Message)
+	}
+}

@@ -326,8 +326,23 @@ func (m *Module) closeMounts() {
 func (m *Module) Name() string { return m.name }
 
 // ImportedFunctions returns the functions the module imports, from its
-// compiled code (nothing is compiled again).
-func (m *Module) ImportedFunctions() []api.FunctionDefinition { return m.compiled.ImportedFunctions() }
+// compiled code (nothing is compiled again), without the one the fuel
+// checks of an instrumented module import (yieldImport): that one is
+// Snodo's, not the module's.
+func (m *Module) ImportedFunctions() []api.FunctionDefinition {
+	all := m.compiled.ImportedFunctions()
+	if !m.interruptible {
+		return all
+	}
+	own := make([]api.FunctionDefinition, 0, len(all))
+	for _, d := range all {
+		if mod, name, _ := d.Import(); mod == abi.HostModule && name == yieldImport {
+			continue
+		}
+		own = append(own, d)
+	}
+	return own
+}
 
 // ExportedFunctions returns the functions the module exports, by name.
 func (m *Module) ExportedFunctions() map[string]api.FunctionDefinition {

@@ -450,7 +450,7 @@ func toWire(err error) *jsonrpc.Error {
 	if errors.As(err, &je) {
 		msg := je.Message
 		if je.Cause != nil && !errors.Is(je.Cause, context.Canceled) {
-			msg += ": " + je.Cause.Error()
+			msg = je.Detail()
 		}
 		code := je.Code
 		if code == 0 {

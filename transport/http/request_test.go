@@ -300,3 +300,25 @@ func TestRequestHeadersFromDialectExtensionAndCaller(t *testing.T) {
 		}
 	}
 }
+
+// A server that drops the connection without answering: the error says
+// why once ("POST failed: Post …: EOF"), not twice.
+func TestRequestConnectionDroppedSaysCauseOnce(t *testing.T) {
+	srv := newServer(t, func(w nethttp.ResponseWriter, r *nethttp.Request, rec recorded) {
+		conn, _, err := w.(nethttp.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	})
+	tr := newTransport(t, mcphttp.Config{URL: srv.URL})
+	_, err := tr.Request(context.Background(), &jsonrpc.Request{Method: "tools/list", Params: json.RawMessage(`{}`)}, transport.RequestOptions{Dialect: legacyHeaders})
+	if !errors.Is(err, transport.ErrConnection) {
+		t.Fatalf("err = %v, want a connection error", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "POST failed") || strings.Count(msg, "EOF") != 1 {
+		t.Errorf("error %q: want POST failed and its cause once", msg)
+	}
+}
