@@ -551,7 +551,10 @@ func TestExitCodes(t *testing.T) {
 		// and legacy versions only. Forced to the modern era, there is no
 		// version both speak: a protocol failure.
 		e := exits(t, cli(t, "--protocol", "modern", "discover", "--", demo, "--era", "legacy", "--sdk-discover"), exitConnection, "protocol")
-		contains(t, "error", e.Message, "-32022")
+		if e.Code != -32022 {
+			t.Errorf("error code %d, want the server's -32022", e.Code)
+		}
+		contains(t, "error", e.Message, "the server supports only the versions [2025-11-25", "use --protocol legacy")
 		// By default the client follows the server's list to a legacy
 		// version, and the connection works.
 		v := ok(t, cli(t, "discover", "--", demo, "--era", "legacy", "--sdk-discover")).json(t)
