@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,23 +18,7 @@ import (
 // that a validator must refuse.
 func watUnchecked(t testing.TB, src string) []byte {
 	t.Helper()
-	tool, err := exec.LookPath("wat2wasm")
-	if err != nil {
-		t.Fatal("wat2wasm is missing: install wabt (apt-get install wabt)")
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "m.wat"), filepath.Join(dir, "m.wasm")
-	if err := os.WriteFile(in, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := exec.Command(tool, "--no-check", in, "-o", out).CombinedOutput(); err != nil {
-		t.Fatalf("wat2wasm: %v\n%s\n%s", err, b, src)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return watModule(t, src, "--no-check")
 }
 
 // handlerWAT is a handler module answering elicitation/create with

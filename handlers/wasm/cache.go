@@ -394,17 +394,23 @@ func isPlanted(fi, planted fs.FileInfo) bool {
 // put writes an entry atomically: a new 0600 file, renamed into place.
 // It is not synced: a torn entry fails its MAC and is compiled again.
 func (c *diskCache) put(key [sha256.Size]byte, name string, content []byte) error {
-	f, err := os.CreateTemp(c.dir, ".entry-*")
+	return c.writeFile(".entry-*", c.entryPath(key), c.seal(key, name, content))
+}
+
+// writeFile writes b to the store's file p atomically: a new 0600 file
+// named by pattern, renamed into place.
+func (c *diskCache) writeFile(pattern, p string, b []byte) error {
+	f, err := os.CreateTemp(c.dir, pattern)
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, err = f.Write(c.seal(key, name, content))
+	_, err = f.Write(b)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, c.entryPath(key))
+		err = os.Rename(tmp, p)
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -639,19 +645,5 @@ func (c *diskCache) validated(sum [sha256.Size]byte) bool {
 // markValidated records that the module whose SHA-256 is sum passed
 // validation: a new 0600 file, renamed into place.
 func (c *diskCache) markValidated(sum [sha256.Size]byte) {
-	f, err := os.CreateTemp(c.dir, ".valid-*")
-	if err != nil {
-		return
-	}
-	tmp := f.Name()
-	_, err = f.Write(c.validMAC(sum))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, c.validPath(sum))
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
+	c.writeFile(".valid-*", c.validPath(sum), c.validMAC(sum))
 }

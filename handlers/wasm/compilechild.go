@@ -162,8 +162,7 @@ func compileInChild(ctx context.Context, cc ChildCompile, dir string, closeOnDon
 		compileEnvMaxBinary+"="+strconv.Itoa(len(bin)),
 	)
 	cmd.Stdin = bytes.NewReader(bin)
-	var stderr limitedBuffer
-	stderr.max = 4096
+	var stderr stderrBuffer // its head, as a guest's
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
@@ -203,17 +202,4 @@ func childEnv() []string {
 		}
 	}
 	return env
-}
-
-// limitedBuffer keeps the first max bytes written to it.
-type limitedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }

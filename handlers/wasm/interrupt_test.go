@@ -26,8 +26,8 @@ import (
 // The deadline through instrumentation (interrupt.go).
 
 // watModule compiles WAT source with wat2wasm (Debian package wabt, which
-// .ci/deps.d/30-wasm-toolchain.sh installs).
-func watModule(t testing.TB, src string) []byte {
+// .ci/deps.d/30-wasm-toolchain.sh installs), given flags.
+func watModule(t testing.TB, src string, flags ...string) []byte {
 	t.Helper()
 	tool, err := exec.LookPath("wat2wasm")
 	if err != nil {
@@ -38,7 +38,7 @@ func watModule(t testing.TB, src string) []byte {
 	if err := os.WriteFile(in, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := exec.Command(tool, in, "-o", out).CombinedOutput(); err != nil {
+	if b, err := exec.Command(tool, append(flags, in, "-o", out)...).CombinedOutput(); err != nil {
 		t.Fatalf("wat2wasm: %v\n%s\n%s", err, b, src)
 	}
 	b, err := os.ReadFile(out)
