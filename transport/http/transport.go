@@ -112,6 +112,28 @@ var (
 
 // New returns a transport for cfg. It validates cfg and makes no request.
 func New(cfg Config) (*Transport, error) {
+	u, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{
+		url:    u.String(),
+		header: cfg.Header.Clone(),
+		maxMsg: cfg.MaxMessageBytes,
+		done:   make(chan struct{}),
+	}
+	if t.maxMsg == 0 {
+		t.maxMsg = DefaultMaxMessageBytes
+	}
+	t.answers = make(chan struct{}, 2*admit.DefaultLimit)
+	t.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
+	t.client, t.own = clientFor(cfg.HTTPClient)
+	t.life, t.stopLife = context.WithCancelCause(context.Background())
+	return t, nil
+}
+
+// check validates cfg and returns its URL, parsed.
+func (cfg Config) check() (*url.URL, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("http: Config.URL is empty")
 	}
@@ -135,40 +157,33 @@ func New(cfg Config) (*Transport, error) {
 			}
 		}
 	}
-	t := &Transport{
-		url:    u.String(),
-		client: cfg.HTTPClient,
-		header: cfg.Header.Clone(),
-		maxMsg: cfg.MaxMessageBytes,
-		done:   make(chan struct{}),
-	}
-	if t.maxMsg == 0 {
-		t.maxMsg = DefaultMaxMessageBytes
-	}
-	t.answers = make(chan struct{}, 2*admit.DefaultLimit)
-	t.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
-	if t.client == nil {
-		t.own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
-		t.own.ForceAttemptHTTP2 = true
+	return u, nil
+}
+
+// clientFor returns the client that sends a transport's requests, given
+// Config.HTTPClient: a copy of it whose redirects stay within the origin,
+// or when nil a client of Snodo's own, with its transport (own), whose
+// idle connections are closed with the transport.
+func clientFor(given *nethttp.Client) (client *nethttp.Client, own *nethttp.Transport) {
+	if given == nil {
+		own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
+		own.ForceAttemptHTTP2 = true
 		// Concurrent requests to one endpoint keep their connections.
-		t.own.MaxIdleConnsPerHost = 16
-		t.client = &nethttp.Client{Transport: t.own, CheckRedirect: CheckRedirect}
-	} else {
-		c := *t.client
-		own := c.CheckRedirect
-		c.CheckRedirect = func(req *nethttp.Request, via []*nethttp.Request) error {
-			if err := checkOrigin(req, via); err != nil {
-				return err
-			}
-			if own == nil { // net/http's default policy
-				return maxRedirects(via)
-			}
-			return own(req, via)
-		}
-		t.client = &c
+		own.MaxIdleConnsPerHost = 16
+		return &nethttp.Client{Transport: own, CheckRedirect: CheckRedirect}, own
 	}
-	t.life, t.stopLife = context.WithCancelCause(context.Background())
-	return t, nil
+	c := *given
+	policy := c.CheckRedirect
+	c.CheckRedirect = func(req *nethttp.Request, via []*nethttp.Request) error {
+		if err := checkOrigin(req, via); err != nil {
+			return err
+		}
+		if policy == nil { // net/http's default policy
+			return maxRedirects(via)
+		}
+		return policy(req, via)
+	}
+	return &c, nil
 }
 
 // CheckRedirect is the redirect policy of the transport's own client, for

@@ -78,6 +78,7 @@ type harness struct {
 var harnesses = []harness{
 	{"stdio", connectStdio},
 	{"http", connectHTTP},
+	{"sse", connectSSE},
 }
 
 // each runs test against every transport.
@@ -307,6 +308,83 @@ func (p *httpPeer) cancelled(t *testing.T, id jsonrpc.ID) {
 			}
 		case <-deadline:
 			t.Fatalf("request %v was not cancelled", id)
+		}
+	}
+}
+
+// ssePeer is a server of the HTTP+SSE transport (2024-11-05) played by the
+// test: GET /sse opens the one stream, whose first event names /message as
+// the endpoint; each message POSTed there is accepted with 202, and
+// everything the server sends goes on the stream.
+type ssePeer struct {
+	in  chan jsonrpc.Message
+	out chan string
+}
+
+func connectSSE(t *testing.T) (transportUnderTest, peer) {
+	p := &ssePeer{in: make(chan jsonrpc.Message, 1024), out: make(chan string, 1024)}
+	mux := nethttp.NewServeMux()
+	mux.HandleFunc("GET /sse", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: endpoint\ndata: /message?session=1\n\n")
+		w.(nethttp.Flusher).Flush()
+		for {
+			select {
+			case msg := <-p.out:
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
+				w.(nethttp.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	mux.HandleFunc("POST /message", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		body, _ := io.ReadAll(r.Body)
+		m, err := jsonrpc.Decode(body)
+		if err != nil || r.URL.Query().Get("session") != "1" {
+			w.WriteHeader(nethttp.StatusBadRequest)
+			return
+		}
+		p.in <- m
+		w.WriteHeader(nethttp.StatusAccepted)
+	})
+	srv := httptest.NewServer(mux)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	tr, err := shttp.DialSSE(ctx, shttp.Config{URL: srv.URL + "/sse"})
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tr.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return tr, p
+}
+
+func (p *ssePeer) recv(t *testing.T) jsonrpc.Message {
+	t.Helper()
+	select {
+	case m := <-p.in:
+		return m
+	case <-time.After(wait):
+		t.Fatal("nothing from the client")
+	}
+	return nil
+}
+
+func (p *ssePeer) send(t *testing.T, msg string) {
+	t.Helper()
+	p.out <- msg
+}
+
+func (p *ssePeer) cancelled(t *testing.T, id jsonrpc.ID) {
+	t.Helper()
+	for {
+		if n, ok := p.recv(t).(*jsonrpc.Notification); ok && n.Method == "notifications/cancelled" && bytes.Contains(n.Params, id.AppendJSON([]byte(`"requestId":`))) {
+			return
 		}
 	}
 }
