@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/snodo/snodo"
+	shttp "github.com/snodo/snodo/transport/http"
 )
 
 // Call runs one client call, explaining a connection error with the
@@ -73,9 +74,13 @@ func (r *Runner) HasProgressModule() bool { return r.progress != nil }
 // HasSubscriber reports whether events go to a Wasm module.
 func (r *Runner) HasSubscriber() bool { return r.subscriber != nil }
 
-// connErr is why the server process's connection ended, if it did; nil
-// for a remote server, whose connection is a request at a time.
+// connErr is why the server process's connection, or a remote server's
+// HTTP+SSE stream, ended, if it did; nil for Streamable HTTP, whose
+// connection is a request at a time.
 func (r *Runner) connErr() error {
+	if s, ok := r.remote.(*shttp.SSE); ok {
+		return s.Err()
+	}
 	if r.conn == nil {
 		return nil
 	}

@@ -160,7 +160,7 @@ type Config struct {
 
 // Server is the MCP server: a child process, run directly (never through a
 // shell), as the leader of its own process group; or a remote server
-// reached over Streamable HTTP (URL).
+// reached over Streamable HTTP, or HTTP+SSE (URL, Transport).
 type Server struct {
 	Command string
 	Args    []string
@@ -170,7 +170,8 @@ type Server struct {
 	Dir string
 
 	// URL, when set, is a remote server's MCP endpoint (http or https),
-	// reached over Streamable HTTP (package transport/http) instead of a
+	// reached over Streamable HTTP or HTTP+SSE (package transport/http,
+	// see Transport) instead of a
 	// process: Command, Args, Env and Dir must then be empty. There is no
 	// process to contain or stop: Pid is 0, the stderr tail is empty,
 	// ExitState is nil, and ShutdownGrace, Subreaper and PIDNamespace do
@@ -184,7 +185,23 @@ type Server struct {
 	// HTTPClient sends the requests to URL; nil means a client of Snodo's
 	// own. An OAuth-capable client is given here.
 	HTTPClient *http.Client
+	// Transport picks how URL is reached: TransportAuto (""), the default,
+	// tries Streamable HTTP and falls back to the HTTP+SSE transport of
+	// 2024-11-05 when the server answers the initialize POST with 400,
+	// 404 or 405 (basic/transports, "Backwards Compatibility");
+	// TransportHTTP is Streamable HTTP only; TransportSSE is HTTP+SSE
+	// only (URL is then the SSE endpoint). HTTP+SSE carries the legacy
+	// era only: with Config.Protocol modern (or a 2026-07-28 version)
+	// there is no fallback, and TransportSSE is refused.
+	Transport string
 }
+
+// The values of Server.Transport.
+const (
+	TransportAuto = ""
+	TransportHTTP = "http"
+	TransportSSE  = "sse"
+)
 
 // Remote reports whether the server is reached over HTTP (URL is set).
 func (s Server) Remote() bool { return s.URL != "" }

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/transport"
 	shttp "github.com/snodo/snodo/transport/http"
 )
 
@@ -84,12 +87,21 @@ func CheckHeader(name, value string) error {
 }
 
 // checkRemote checks a remote server's configuration.
-func checkRemote(srv Server) error {
+func checkRemote(srv Server, protocol string) error {
 	if srv.Command != "" || len(srv.Args) > 0 || len(srv.Env) > 0 || srv.Dir != "" {
 		return errors.New("the server has both a URL and a command (or its args, env or working directory): give one or the other")
 	}
 	if err := CheckURL(srv.URL); err != nil {
 		return err
+	}
+	switch srv.Transport {
+	case TransportAuto, TransportHTTP:
+	case TransportSSE:
+		if modernProtocol(protocol) {
+			return fmt.Errorf("the HTTP+SSE transport (2024-11-05) carries only the initialize handshake of the legacy era, not protocol %s: use Streamable HTTP, or protocol auto or legacy", protocol)
+		}
+	default:
+		return fmt.Errorf("server transport must be http or sse (or empty: Streamable HTTP, falling back to HTTP+SSE), not %q", srv.Transport)
 	}
 	for name, values := range srv.Header {
 		for _, v := range values {
@@ -101,31 +113,79 @@ func checkRemote(srv Server) error {
 	return nil
 }
 
-// startRemote makes the Streamable HTTP transport of a remote server. No
-// request is sent before the client connects.
-func (r *Runner) startRemote() error {
-	t, err := shttp.New(shttp.Config{
+// modernProtocol reports whether Config.Protocol asks for the 2026-07-28
+// era, which only Streamable HTTP carries.
+func modernProtocol(p string) bool {
+	return p == "modern" || (p != "auto" && p != "legacy" && p >= "2026-07-28")
+}
+
+// httpConfig is the transport configuration of the remote server.
+func (r *Runner) httpConfig() shttp.Config {
+	return shttp.Config{
 		URL:             r.cfg.Server.URL,
 		HTTPClient:      r.cfg.Server.HTTPClient,
 		Header:          r.cfg.Server.Header.Clone(),
 		MaxMessageBytes: r.cfg.MaxLineBytes,
-	})
-	if err != nil {
-		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeConnectionClosed,
-			Message: fmt.Sprintf("cannot reach the server at %s", redact.URL(r.cfg.Server.URL)), Cause: err}
 	}
-	r.remote = t
+}
+
+// startRemote makes the Streamable HTTP transport of a remote server. No
+// request is sent before the client connects. The HTTP+SSE transport is
+// opened by connect, under its deadline: opening it is a request.
+func (r *Runner) startRemote() error {
+	if r.cfg.Server.Transport != TransportSSE {
+		t, err := shttp.New(r.httpConfig())
+		if err != nil {
+			return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeConnectionClosed,
+				Message: fmt.Sprintf("cannot reach the server at %s", redact.URL(r.cfg.Server.URL)), Cause: err}
+		}
+		r.remote = t
+	}
 	// Header values are never logged: they are typically credentials.
 	names := make([]string, 0, len(r.cfg.Server.Header))
 	for name := range r.cfg.Server.Header {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	r.log.Debug("remote server", "url", redact.URL(r.cfg.Server.URL), "headers", names)
+	r.log.Debug("remote server", "url", redact.URL(r.cfg.Server.URL), "transport", cmp.Or(r.cfg.Server.Transport, "auto"), "headers", names)
 	if len(names) > 0 && cleartext(r.cfg.Server.URL) {
 		r.log.Warn("the configured headers go to the server unencrypted (http:// to a host that is not a loopback address): anyone on the way can read them; use https://", "url", redact.URL(r.cfg.Server.URL), "headers", names)
 	}
 	return nil
+}
+
+// dialSSE opens the HTTP+SSE transport of the remote server.
+func (r *Runner) dialSSE(ctx context.Context) error {
+	t, err := shttp.DialSSE(ctx, r.httpConfig())
+	if err != nil {
+		return err
+	}
+	r.remote = t
+	r.log.Debug("HTTP+SSE stream open", "url", redact.URL(r.cfg.Server.URL), "endpoint", t.Endpoint())
+	return nil
+}
+
+// sseFallback reports whether err, the failure of connecting over
+// Streamable HTTP, is the answer of a server that speaks only HTTP+SSE:
+// the initialize POST refused with 400, 404 or 405 without a JSON-RPC
+// error body (basic/transports, "Backwards Compatibility"), with
+// Server.Transport auto and a protocol the legacy era allows.
+func (r *Runner) sseFallback(err error) (status int, ok bool) {
+	if r.cfg.Server.Transport != TransportAuto || modernProtocol(r.cfg.Protocol) {
+		return 0, false
+	}
+	if _, isHTTP := r.remote.(*shttp.Transport); !isHTTP {
+		return 0, false
+	}
+	var se *transport.StatusError
+	if !errors.As(err, &se) {
+		return 0, false
+	}
+	switch se.Status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+		return se.Status, true
+	}
+	return 0, false
 }
 
 // cleartext reports whether a request to raw crosses the network

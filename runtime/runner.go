@@ -18,9 +18,9 @@ import (
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/internal/clienthook"
+	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
-	shttp "github.com/snodo/snodo/transport/http"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -30,8 +30,8 @@ import (
 type Runner struct {
 	cfg    Config
 	log    *slog.Logger
-	conn   *stdio.Conn      // the server process's connection; nil for a remote server
-	remote *shttp.Transport // a remote server's connection (Server.URL)
+	conn   *stdio.Conn         // the server process's connection; nil for a remote server
+	remote transport.Transport // a remote server's connection (Server.URL): *shttp.Transport or *shttp.SSE
 	client *snodo.Client
 	host   *wasm.Host
 
@@ -100,9 +100,11 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 		return nil, err
 	}
 	if cfg.Server.Remote() {
-		if err := checkRemote(cfg.Server); err != nil {
+		if err := checkRemote(cfg.Server, cfg.Protocol); err != nil {
 			return nil, err
 		}
+	} else if cfg.Server.Transport != TransportAuto {
+		return nil, fmt.Errorf("server transport %q applies to a remote server (a URL), not to a command", cfg.Server.Transport)
 	} else if cfg.Server.Command == "" {
 		return nil, errors.New("no server command: give one after --, or a server in the configuration")
 	}
@@ -329,7 +331,34 @@ func (r *Runner) connect(ctx context.Context) error {
 		}).(snodo.Option))
 	}
 	opts = append(opts, r.cfg.ClientOptions...)
+	// HTTP+SSE carries the legacy era only: no server/discover probe.
+	sseOpts := opts
+	if r.cfg.Protocol == "" || r.cfg.Protocol == "auto" {
+		sseOpts = append(slices.Clip(opts), snodo.WithEra(snodo.EraLegacy))
+	}
+	if r.cfg.Server.Remote() && r.cfg.Server.Transport == TransportSSE {
+		if err := r.dialSSE(ctx); err != nil {
+			return err
+		}
+		opts = sseOpts
+	}
 	c, err := snodo.Connect(ctx, r.transport(), opts...)
+	if status, ok := r.sseFallback(err); err != nil && ok {
+		r.log.Info("the server refused the Streamable HTTP initialize; trying the HTTP+SSE transport of 2024-11-05 at the same URL",
+			"url", redact.URL(r.cfg.Server.URL), "status", status)
+		_ = r.remote.Close()
+		r.remote = nil
+		if err := r.dialSSE(ctx); err != nil {
+			var je *jsonrpc.Error
+			if errors.As(err, &je) {
+				e := *je
+				e.Message = fmt.Sprintf("the server answered the Streamable HTTP initialize with HTTP %d, and the HTTP+SSE transport (2024-11-05) at the same URL failed too: %s", status, je.Message)
+				return &e
+			}
+			return err
+		}
+		c, err = snodo.Connect(ctx, r.remote, sseOpts...)
+	}
 	if err != nil {
 		return err
 	}
@@ -381,7 +410,7 @@ func (r *Runner) Client() *snodo.Client { return r.client }
 // transport is the client's connection: the process's or the remote
 // server's.
 func (r *Runner) transport() transport.Transport {
-	if r.remote != nil {
+	if r.cfg.Server.Remote() {
 		return r.remote
 	}
 	return r.conn

@@ -76,6 +76,10 @@ func (a *app) connectError(err error) error {
 		if hint := remoteHint(err, srv.URL); hint != nil {
 			return hint
 		}
+		var se *transport.StatusError
+		if srv.Transport == runtime.TransportHTTP && errors.As(err, &se) && (se.Status == http.StatusBadRequest || se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
+			return hinted(err, "the server refused the Streamable HTTP initialize; a server that speaks only the older HTTP+SSE transport (2024-11-05) answers so: drop --transport http (and type http of an mcpServers entry) to let snodo-run fall back to it, or give --transport sse")
+		}
 	}
 	switch {
 	case errors.Is(err, runtime.ErrConnectTimeout):

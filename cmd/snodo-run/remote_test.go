@@ -190,7 +190,6 @@ func TestMCPServersRemoteEntries(t *testing.T) {
   "cline":     {"type": "streamableHttp", "url": %[1]q, "headers": {"Authorization": "Bearer t0ken"}},
   "dashed":    {"type": "streamable-http", "serverUrl": %[1]q, "headers": {"Authorization": "Bearer t0ken"}},
   "off":       {"type": "http", "url": %[1]q, "disabled": true},
-  "sse":       {"type": "sse", "url": %[1]q},
   "both":      {"url": %[1]q, "command": "demo"},
   "noauth":    {"type": "http", "url": %[1]q},
   "badtype":   {"type": "websocket", "url": %[1]q},
@@ -205,7 +204,6 @@ func TestMCPServersRemoteEntries(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, want string }{
 		{"off", `mcpServers.off is disabled`},
-		{"sse", `type sse, the HTTP+SSE transport of 2024-11-05`},
 		{"both", `both a url and a command`},
 		{"badtype", `has type "websocket"`},
 		{"nourl", `has type http and no url`},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ const (
 	keyServerArgs        = "server.args"
 	keyServerCd          = "server.cd"
 	keyServerURL         = "server.url"
+	keyServerTransport   = "server.transport"
 	keyHeader            = "header"
 	keyHandler           = "handler"
 	keyHandlerConfig     = "handler_config"
@@ -181,7 +183,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyAuthTimeout: "auth-timeout", keyTaskTimeout: "task-timeout", keyProtocol: "protocol", keyEnv: "env",
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
-		keyServerURL: "url", keyHeader: "header",
+		keyServerURL: "url", keyServerTransport: "transport", keyHeader: "header",
 		keyNoPIDNamespace: "no-pid-namespace", keyTrace: "trace", keyURLElicitation: "url-elicitation",
 	} {
 		if f := flags.Lookup(flag); f != nil {
@@ -421,9 +423,23 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Se
 		srv.Env = envVars(fc.Server.Env)
 		srv.Dir = v.GetString(keyServerCd)
 	}
+	transport := cmp.Or(v.GetString(keyServerTransport), "auto")
+	switch transport {
+	case "auto", runtime.TransportHTTP, runtime.TransportSSE:
+	default:
+		return usageErr("--transport must be auto, http or sse, not %q", transport)
+	}
+	if v.IsSet(keyServerTransport) {
+		// Given (flag, SNODO_SERVER_TRANSPORT, server.transport): it beats
+		// an mcpServers entry's type.
+		srv.Transport = strings.TrimPrefix(transport, "auto")
+	}
 	if srv.Remote() {
 		if err := runtime.CheckURL(srv.URL); err != nil {
 			return usageErr("%v", err)
+		}
+		if srv.Transport == runtime.TransportSSE && forcedModern(v.GetString(keyProtocol)) {
+			return usageErr("--transport sse (the HTTP+SSE transport of 2024-11-05) carries only the legacy era, the initialize handshake, and --protocol %s asks for 2026-07-28: use --protocol auto or legacy, or --transport http", v.GetString(keyProtocol))
 		}
 		if !fromEntry { // an entry has headers of its own
 			if err := addHeaders(srv, fc.Server.Headers, "server.headers"); err != nil {
@@ -448,6 +464,9 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Se
 			return usageErr("--env and --cd apply to a server process; %s is a remote server", redact.URL(srv.URL))
 		}
 		return nil
+	}
+	if srv.Transport != runtime.TransportAuto {
+		return usageErr("--transport applies to a remote server (--url, or an mcpServers entry with a url); %s is a command", srv.Command)
 	}
 	if list, from, _ := headerList(v); len(list) > 0 && from != headerFromFile {
 		// The config file's headers wait for a remote server; --header
@@ -486,10 +505,8 @@ func (e mcpServer) resolve(name string, srv *runtime.Server) error {
 	switch {
 	case urls > 1:
 		return configErr("mcpServers.%s has more than one of url, serverUrl and httpUrl", name)
-	case strings.EqualFold(e.Type, "sse"):
-		return configErr("mcpServers.%s has type sse, the HTTP+SSE transport of 2024-11-05, which snodo-run does not speak: it speaks Streamable HTTP (type http), which most servers also serve, usually at /mcp", name)
-	case e.Type != "" && e.Type != "stdio" && !slices.ContainsFunc(httpTypes, func(t string) bool { return strings.EqualFold(t, e.Type) }):
-		return configErr("mcpServers.%s has type %q: snodo-run knows stdio and http (also named %s)", name, e.Type, strings.Join(httpTypes[1:], ", "))
+	case e.Type != "" && e.Type != "stdio" && !strings.EqualFold(e.Type, "sse") && !slices.ContainsFunc(httpTypes, func(t string) bool { return strings.EqualFold(t, e.Type) }):
+		return configErr("mcpServers.%s has type %q: snodo-run knows stdio, http (also named %s) and sse (HTTP+SSE, 2024-11-05)", name, e.Type, strings.Join(httpTypes[1:], ", "))
 	case e.Type == "stdio" && urls > 0:
 		return configErr("mcpServers.%s has type stdio and a url", name)
 	case urls > 0 && (e.Command != "" || len(e.Args) > 0 || len(e.Env) > 0 || e.Cwd != ""):
@@ -497,6 +514,13 @@ func (e mcpServer) resolve(name string, srv *runtime.Server) error {
 	case urls > 0:
 		if err := runtime.CheckURL(srv.URL); err != nil {
 			return configErr("mcpServers.%s: %v", name, err)
+		}
+		switch {
+		case strings.EqualFold(e.Type, "sse"):
+			srv.Transport = runtime.TransportSSE
+		case e.Type != "":
+			// Named Streamable HTTP: no fallback to HTTP+SSE.
+			srv.Transport = runtime.TransportHTTP
 		}
 		return addHeaders(srv, e.Headers, "mcpServers."+name+".headers")
 	case e.Type != "" && e.Type != "stdio":

@@ -38,7 +38,7 @@ func fields(m map[string]*schema) *schema { return &schema{fields: m} }
 var configSchema = fields(map[string]*schema{
 	"server": fields(map[string]*schema{
 		"name": leaf, "command": leaf, "args": leaf, "cd": leaf, "env": leaf,
-		"url": leaf, "headers": leaf,
+		"url": leaf, "headers": leaf, "transport": leaf,
 	}),
 	keyHeader:  leaf,
 	keyHandler: leaf, keyHandlerConfig: leaf, keyProgress: leaf, keySubscriber: leaf,
