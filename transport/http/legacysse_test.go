@@ -315,3 +315,23 @@ func TestSSERefusedPostAndHeaders(t *testing.T) {
 		t.Errorf("%d requests without the configured Authorization header", n)
 	}
 }
+
+// The GET of the stream follows no redirect to another origin, as every
+// request of the transport: the configured headers stay with the URL's
+// origin.
+func TestSSERedirectToAnotherOriginIsNotFollowed(t *testing.T) {
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) { reached.Add(1) }))
+	defer elsewhere.Close()
+	s := newSSEOnly(t, func(w nethttp.ResponseWriter, r *nethttp.Request, s *sseOnly) {
+		w.Header().Del("Content-Type")
+		nethttp.Redirect(w, r, elsewhere.URL+"/sse", nethttp.StatusTemporaryRedirect)
+	})
+	_, err := dialSSE(mcphttp.Config{URL: s.URL + "/sse", Header: nethttp.Header{"Authorization": {"Bearer secret"}}})
+	if !errors.Is(err, mcphttp.ErrCrossOriginRedirect) || !errors.Is(err, transport.ErrConnection) {
+		t.Fatalf("got %v, want a -32000 error wrapping ErrCrossOriginRedirect", err)
+	}
+	if reached.Load() != 0 {
+		t.Error("the redirect was followed")
+	}
+}
