@@ -25,7 +25,9 @@
 //
 // A remote server is reached over Streamable HTTP instead (Server.URL, with
 // Server.Header for credentials): the same client, handlers and limit, and
-// no process; Close ends the server's session.
+// no process; Close ends the server's session. A server that refuses the
+// Streamable HTTP initialize with 400, 404 or 405 is reached over the
+// HTTP+SSE transport of 2024-11-05 at the same URL (Server.Transport).
 //
 // The snodo-run command is a thin layer over this package.
 //

@@ -39,4 +39,10 @@
 // Every byte from the server is bounded by Config.MaxMessageBytes: a JSON
 // body, and each SSE event. Text from the server that reaches an error
 // message is capped and escaped.
+//
+// The package also holds the HTTP+SSE transport of protocol 2024-11-05
+// (SSE, opened with DialSSE on the same Config), for servers that speak
+// only that: it shares this transport's HTTP client and redirect policy,
+// its SSE reader and bounds, and the call core of every transport. The
+// server's endpoint event must name a URL of Config.URL's origin.
 package http
