@@ -121,7 +121,7 @@ func DialSSE(ctx context.Context, cfg Config) (*SSE, error) {
 		err = ce
 	}
 	if err != nil {
-		s.stop(transport.ConnectionError("transport closed", ErrClosed))
+		s.Close()
 		return nil, err
 	}
 	return s, nil
