@@ -320,8 +320,13 @@ func (s *SSE) Request(ctx context.Context, req *jsonrpc.Request, opts transport.
 		s.forget(cl)
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the request", Cause: err}
 	}
+	// The POST ends with the transport, or when the caller gives the
+	// call up (abort): a server that never answers it holds nothing.
+	var pctx context.Context
+	pctx, cl.cancel = context.WithCancelCause(s.life)
 	if !s.goTracked(func() {
-		resp, err := s.postMessage(s.life, body, r.Method)
+		defer cl.cancel(nil)
+		resp, err := s.postMessage(pctx, body, r.Method)
 		if resp != nil || err != nil {
 			if resp != nil {
 				resp.ID = cl.id
@@ -329,6 +334,7 @@ func (s *SSE) Request(ctx context.Context, req *jsonrpc.Request, opts transport.
 			s.settle(cl, outcome{resp: resp, err: err})
 		}
 	}) {
+		cl.cancel(nil)
 		s.forget(cl)
 		return nil, s.Err()
 	}
@@ -396,11 +402,12 @@ func (s *SSE) await(ctx context.Context, cl *call, opts transport.RequestOptions
 	}
 }
 
-// abort gives up on cl and tells the server with a POST of
-// notifications/cancelled (never for initialize, which cannot be
+// abort gives up on cl, ending its POST if the server has not answered
+// it, and tells the server with a POST of notifications/cancelled (never for initialize, which cannot be
 // cancelled).
 func (s *SSE) abort(cl *call, reason string) {
 	s.forget(cl)
+	cl.cancel(errors.New(reason))
 	if cl.method != "initialize" {
 		s.sendCancelled(cl.id, reason)
 	}

@@ -335,3 +335,44 @@ func TestSSERedirectToAnotherOriginIsNotFollowed(t *testing.T) {
 		t.Error("the redirect was followed")
 	}
 }
+
+// A server that never answers the POST of a request holds nothing once the
+// caller gives the call up: the POST ends with it (the server sees its
+// request's context end), and the server is told the call is cancelled.
+func TestSSEUnansweredPostEndsWithTheCall(t *testing.T) {
+	ended := make(chan struct{})
+	cancelled := make(chan struct{}, 1)
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.Method == nethttp.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			event(w, "endpoint", "/message")
+			<-r.Context().Done()
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"method":"notifications/cancelled"`) {
+			cancelled <- struct{}{}
+			w.WriteHeader(nethttp.StatusAccepted)
+			return
+		}
+		<-r.Context().Done() // never answered
+		close(ended)
+	}))
+	defer func() { srv.CloseClientConnections(); srv.Close() }()
+	tr, err := dialSSE(mcphttp.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	_, err = tr.Request(context.Background(), &jsonrpc.Request{Method: "tools/call"}, transport.RequestOptions{Timeout: 50 * time.Millisecond})
+	if !errors.Is(err, transport.ErrTimeout) {
+		t.Fatalf("got %v, want the timeout", err)
+	}
+	for name, ch := range map[string]<-chan struct{}{"the POST did not end": ended, "no notifications/cancelled": cancelled} {
+		select {
+		case <-ch:
+		case <-time.After(sseWait):
+			t.Fatal(name)
+		}
+	}
+}
