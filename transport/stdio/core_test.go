@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -107,7 +108,7 @@ func TestCloseClosesStdinWithoutSignallingTheServer(t *testing.T) {
 func TestServerExitFailsInFlightAndLaterRequests(t *testing.T) {
 	c := connect(t, config("exitmidrequest"))
 	_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	if !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("in-flight error %v does not match transport.ErrConnection", err)
 	}
@@ -115,11 +116,11 @@ func TestServerExitFailsInFlightAndLaterRequests(t *testing.T) {
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 {
 		t.Logf("error %v does not carry the exit status (the exit was not seen in time)", err)
 	}
-	recv(t, c.Done())
+	transporttest.Recv(t, c.Done(), "c.Done()")
 	_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	err = c.Notify(context.Background(), &jsonrpc.Notification{Method: "n"}, transport.NotifyOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	state, _ := c.Wait(context.Background())
 	if state.ExitCode() != 3 {
 		t.Fatalf("exit %v, want status 3", state)
@@ -135,12 +136,12 @@ func TestServerClosingStdinFailsRequestsWithConnectionError(t *testing.T) {
 	c := connectHanging(t, cfg)
 	n.waitN(t, "test/ready", 1)
 	_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	if !errors.Is(err, syscall.EPIPE) {
 		t.Fatalf("error %v, want the failed write (EPIPE) as its cause", err)
 	}
 	_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 }
 
 // A server that closes its stdout while it keeps running can answer
@@ -148,7 +149,7 @@ func TestServerClosingStdinFailsRequestsWithConnectionError(t *testing.T) {
 func TestServerClosingStdoutFailsRequestsWithConnectionError(t *testing.T) {
 	c := connect(t, config("closestdout"))
 	_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	// It is still running, reading stdin: Close lets it finish.
 	c.Close()
 	if state, _ := c.Wait(context.Background()); !state.Success() {
@@ -165,7 +166,7 @@ func TestChildIsAlwaysReaped(t *testing.T) {
 	}
 	pid := c.Pid()
 	c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	recv(t, c.Done())
+	transporttest.Recv(t, c.Done(), "c.Done()")
 	for i := 0; ; i++ {
 		// Signal 0 succeeds on a zombie; ESRCH means it was reaped.
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
@@ -219,16 +220,16 @@ func TestIDStillInFlightIsRefused(t *testing.T) {
 			},
 		})
 	}()
-	recv(t, inFlight)
+	transporttest.Recv(t, inFlight, "inFlight")
 	_, err := c.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("dup"), Method: "echo"}, transport.RequestOptions{})
-	if je := wantCode(t, err, jsonrpc.CodeInvalidRequest); je.Kind != jsonrpc.KindTransport {
+	if je := transporttest.WantCode(t, err, jsonrpc.CodeInvalidRequest); je.Kind != jsonrpc.KindTransport {
 		t.Fatalf("error %v", err)
 	}
 	cancel()
-	recv(t, done)
+	transporttest.Recv(t, done, "done")
 	sub := listen(t, c, `{}`)
 	_, err = c.Request(context.Background(), &jsonrpc.Request{ID: sub.ID(), Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeInvalidRequest)
+	transporttest.WantCode(t, err, jsonrpc.CodeInvalidRequest)
 }
 
 // Callers waiting without the baton reuse their response timers from

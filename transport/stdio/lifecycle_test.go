@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -35,7 +36,7 @@ func TestTimeoutAnswersTimeoutErrorAndSendsCancelled(t *testing.T) {
 	c := connect(t, cfg)
 	_, err := c.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("slow-1"), Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 60000})},
 		transport.RequestOptions{Timeout: 100 * time.Millisecond})
-	je := wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	je := transporttest.WantCode(t, err, jsonrpc.CodeRequestTimeout)
 	if je.Kind != jsonrpc.KindTransport || !errors.Is(err, transport.ErrTimeout) {
 		t.Fatalf("error %v, want a transport timeout", err)
 	}
@@ -89,11 +90,11 @@ func TestOwnerContextEndClosesConnection(t *testing.T) {
 	call(t, c, "echo", nil, transport.RequestOptions{})
 	owner := errors.New("owner went away")
 	cancel(owner)
-	recv(t, c.Done())
+	transporttest.Recv(t, c.Done(), "c.Done()")
 	if err := c.Err(); !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
 		t.Fatalf("Err %v, want -32000 wrapping the owner's cause", err)
 	}
-	if err := recv(t, errc); !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
+	if err := transporttest.Recv(t, errc, "errc"); !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
 		t.Fatalf("in-flight request: %v, want -32000 wrapping the owner's cause", err)
 	}
 	// Closing stdin lets the server finish and exit by itself.
@@ -112,7 +113,7 @@ func TestCloseWithCauseStopsWithThatReason(t *testing.T) {
 	shutdown := errors.New("shutdown")
 	c.CloseWithCause(shutdown)
 	c.CloseWithCause(errors.New("second reason is ignored"))
-	recv(t, c.Done())
+	transporttest.Recv(t, c.Done(), "c.Done()")
 	if err := c.Err(); !errors.Is(err, shutdown) || !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("Err %v, want -32000 wrapping shutdown", err)
 	}
@@ -167,10 +168,10 @@ func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
 	n.waitN(t, "test/ready", 1)
 	big := &jsonrpc.Request{Method: "big", Params: mustJSON(map[string]string{"pad": strings.Repeat("x", 1<<20)})}
 	_, err := c.Request(context.Background(), big, transport.RequestOptions{Timeout: 100 * time.Millisecond})
-	wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	transporttest.WantCode(t, err, jsonrpc.CodeRequestTimeout)
 	// Queued behind the blocked write.
 	_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "small"}, transport.RequestOptions{Timeout: 100 * time.Millisecond})
-	wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	transporttest.WantCode(t, err, jsonrpc.CodeRequestTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if _, err = c.Request(ctx, &jsonrpc.Request{Method: "small"}, transport.RequestOptions{}); !errors.Is(err, context.DeadlineExceeded) {
@@ -185,8 +186,8 @@ func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, c.Done())
-	if err := recv(t, errc); !errors.Is(err, stdio.ErrClosed) {
+	transporttest.Recv(t, c.Done(), "c.Done()")
+	if err := transporttest.Recv(t, errc, "errc"); !errors.Is(err, stdio.ErrClosed) {
 		t.Fatalf("request in flight at Close: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 )
 
 func listenRequest(filter string) *jsonrpc.Request {
@@ -123,7 +124,7 @@ func TestErrorResponseAfterAckEndsSubscriptionWithIt(t *testing.T) {
 	sub := listen(t, c, `{}`)
 	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "error"}, transport.RequestOptions{})
 	_, err := next(t, sub)
-	if je := wantCode(t, err, jsonrpc.CodeInternalError); je.Kind != jsonrpc.KindServer {
+	if je := transporttest.WantCode(t, err, jsonrpc.CodeInternalError); je.Kind != jsonrpc.KindServer {
 		t.Fatalf("error %v, want the server's", err)
 	}
 }
@@ -190,7 +191,7 @@ func TestConnectionEndEndsSubscriptionsWithConnectionError(t *testing.T) {
 				c.Request(context.Background(), &jsonrpc.Request{Method: "test/exit", Params: mustJSON(map[string]int{"code": 1})}, transport.RequestOptions{})
 			}
 			_, err := next(t, sub)
-			wantCode(t, err, jsonrpc.CodeConnectionClosed)
+			transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 			// Ended: Next returns at once, even with a context already done.
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
@@ -213,7 +214,7 @@ func TestErrorResponseBeforeAckIsReturned(t *testing.T) {
 	if sub != nil {
 		t.Fatal("a subscription for a refused listen")
 	}
-	if je := wantCode(t, err, jsonrpc.CodeInvalidParams); je.Kind != jsonrpc.KindServer {
+	if je := transporttest.WantCode(t, err, jsonrpc.CodeInvalidParams); je.Kind != jsonrpc.KindServer {
 		t.Fatalf("error %v, want the server's", err)
 	}
 }
@@ -230,7 +231,7 @@ func TestListenTimesOutWithoutAck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, _, err := c.Listen(ctx, &jsonrpc.Request{ID: jsonrpc.StringID("mute"), Method: "subscriptions/listen", Params: json.RawMessage(`{"forever":true}`)}, transport.ListenOptions{Timeout: 100 * time.Millisecond})
-	wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	transporttest.WantCode(t, err, jsonrpc.CodeRequestTimeout)
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v: the listen timeout did not apply", err)
 	}

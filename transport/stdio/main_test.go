@@ -483,31 +483,6 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// recv receives from ch, failing the test if nothing comes for a long
-// time (which means the behaviour under test is missing).
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(30 * time.Second):
-		t.Fatal("nothing received in 30s")
-		panic("unreachable")
-	}
-}
-
-func wantCode(t testing.TB, err error, code int64) *jsonrpc.Error {
-	t.Helper()
-	var je *jsonrpc.Error
-	if !errors.As(err, &je) {
-		t.Fatalf("error %v (%T), want a *jsonrpc.Error with code %d", err, err, code)
-	}
-	if je.Code != code {
-		t.Fatalf("error %v, want code %d", err, code)
-	}
-	return je
-}
-
 var _ = bufio.NewReader
 var _ = strings.Contains
 

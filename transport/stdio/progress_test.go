@@ -13,6 +13,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -194,7 +195,7 @@ func TestFailingProgressFunctionCancelsRequest(t *testing.T) {
 					t.Fatalf("error %v, want the progress function's", err)
 				}
 			case "panic":
-				je := wantCode(t, err, jsonrpc.CodeInternalError)
+				je := transporttest.WantCode(t, err, jsonrpc.CodeInternalError)
 				if je.Kind != jsonrpc.KindHandler {
 					t.Fatalf("error %v, want kind handler", err)
 				}

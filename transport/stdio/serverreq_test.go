@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -242,15 +243,15 @@ func TestStopCancelsRunningServerRequestsAndDropsAnswers(t *testing.T) {
 			}
 			t.Cleanup(func() { shutdown(t, c, 10*time.Second) })
 			call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 2}, transport.RequestOptions{})
-			recv(t, started)
-			recv(t, started)
+			transporttest.Recv(t, started, "started")
+			transporttest.Recv(t, started, "started")
 			if how == "close" {
 				c.Close()
 			} else {
 				cancelOwner()
 			}
 			for range 2 {
-				if cause := recv(t, cancelled); !errors.Is(cause, transport.ErrConnection) {
+				if cause := transporttest.Recv(t, cancelled, "cancelled"); !errors.Is(cause, transport.ErrConnection) {
 					t.Fatalf("function's context ended with %v, want the connection's end", cause)
 				}
 			}
@@ -282,7 +283,7 @@ func TestServerCancellationCancelsRunningServerRequest(t *testing.T) {
 	c := connect(t, cfg)
 	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 1}, transport.RequestOptions{})
 	call(t, c, "test/notify", map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": "s0", "reason": "user gave up"}}, transport.RequestOptions{})
-	recv(t, cancelled)
+	transporttest.Recv(t, cancelled, "cancelled")
 	// A later request's answer arrives; s0's never does.
 	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
 	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
@@ -369,7 +370,7 @@ func TestServerRequestRunsInTheWaitingCaller(t *testing.T) {
 	c := freeBatonConn(t, cfg)
 	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 1, "before": true},
 		transport.RequestOptions{Timeout: 30 * time.Second})
-	if s := recv(t, seenc); !s.inCaller || !s.hasDeadline || !s.gotAfter {
+	if s := transporttest.Recv(t, seenc, "seenc"); !s.inCaller || !s.hasDeadline || !s.gotAfter {
 		t.Fatalf("handler saw %+v, want it run in the caller, with its deadline, while another goroutine read on", s)
 	}
 	if a := answers(t, n.waitN(t, "test/answered", 1)); string(a[0].Result) != `{"action":"accept"}` {
@@ -387,7 +388,7 @@ func TestServerRequestRunsInTheWaitingCaller(t *testing.T) {
 	}
 	c2 := connect(t, cfg) // the background reader holds the baton until a response
 	call(t, c2, "test/ask", map[string]any{"method": "roots/list", "count": 1}, transport.RequestOptions{})
-	if s := recv(t, seenc); s.inCaller || s.hasDeadline {
+	if s := transporttest.Recv(t, seenc, "seenc"); s.inCaller || s.hasDeadline {
 		t.Fatalf("handler saw %+v, want its own goroutine without a deadline", s)
 	}
 }
@@ -411,7 +412,7 @@ func TestServerRequestInTheCallerEndsAtItsDeadline(t *testing.T) {
 		Params: mustJSON(map[string]any{"method": "elicitation/create", "count": 1, "before": true})},
 		transport.RequestOptions{Timeout: 300 * time.Millisecond})
 	took := time.Since(start)
-	if herr := recv(t, errc); !errors.Is(herr, context.DeadlineExceeded) {
+	if herr := transporttest.Recv(t, errc, "errc"); !errors.Is(herr, context.DeadlineExceeded) {
 		t.Fatalf("handler's context ended with %v, want the caller's deadline", herr)
 	}
 	// The response arrived before the deadline (read by the background
