@@ -199,39 +199,6 @@ func TestWaitReportsServerExit(t *testing.T) {
 	_ = os.Getpid
 }
 
-// A caller's ID that is still in flight (as a request or an open
-// subscription) is refused rather than sent: its response could not be
-// told apart.
-func TestIDStillInFlightIsRefused(t *testing.T) {
-	c := connect(t, config("script"))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	inFlight := make(chan struct{}, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Request(ctx, progressRequest(jsonrpc.StringID("dup"), "dup-token", map[string]any{"forever": true, "intervalMs": 20}), transport.RequestOptions{
-			OnProgress: func(json.RawMessage) error {
-				select {
-				case inFlight <- struct{}{}:
-				default:
-				}
-				return nil
-			},
-		})
-	}()
-	transporttest.Recv(t, inFlight, "inFlight")
-	_, err := c.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("dup"), Method: "echo"}, transport.RequestOptions{})
-	if je := transporttest.WantCode(t, err, jsonrpc.CodeInvalidRequest); je.Kind != jsonrpc.KindTransport {
-		t.Fatalf("error %v", err)
-	}
-	cancel()
-	transporttest.Recv(t, done, "done")
-	sub := listen(t, c, `{}`)
-	_, err = c.Request(context.Background(), &jsonrpc.Request{ID: sub.ID(), Method: "echo"}, transport.RequestOptions{})
-	transporttest.WantCode(t, err, jsonrpc.CodeInvalidRequest)
-}
-
 // Callers waiting without the baton reuse their response timers from
 // request to request: a timer reused with a shorter timeout still fires at
 // it, and one stopped after a short timeout does not fail a later request

@@ -27,52 +27,6 @@ func cancelledParams(t *testing.T, n *notes, count int) []map[string]any {
 	return out
 }
 
-// "When a request times out, the transport answers the caller with a -32001
-// error and sends the server notifications/cancelled for that request ID."
-func TestTimeoutAnswersTimeoutErrorAndSendsCancelled(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	_, err := c.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("slow-1"), Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 60000})},
-		transport.RequestOptions{Timeout: 100 * time.Millisecond})
-	je := transporttest.WantCode(t, err, jsonrpc.CodeRequestTimeout)
-	if je.Kind != jsonrpc.KindTransport || !errors.Is(err, transport.ErrTimeout) {
-		t.Fatalf("error %v, want a transport timeout", err)
-	}
-	p := cancelledParams(t, n, 1)[0]
-	if p["requestId"] != "slow-1" || p["reason"] == nil {
-		t.Fatalf("notifications/cancelled params %v, want requestId slow-1 and a reason", p)
-	}
-}
-
-// "a caller whose own context ends also sends it" (issue 2): the caller
-// gets ctx's error and the server notifications/cancelled.
-func TestCallerContextEndSendsCancelled(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	why := errors.New("user pressed stop")
-	time.AfterFunc(100*time.Millisecond, func() { cancel(why) })
-	_, err := c.Request(ctx, &jsonrpc.Request{ID: jsonrpc.Int64ID(77), Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 60000})}, transport.RequestOptions{})
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
-		t.Fatalf("error %v, want context.Canceled and its cause", err)
-	}
-	if p := cancelledParams(t, n, 1)[0]; p["requestId"] != float64(77) {
-		t.Fatalf("notifications/cancelled params %v, want requestId 77", p)
-	}
-	// A deadline is a -32001 that is also context.DeadlineExceeded.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel2()
-	_, err = c.Request(ctx2, &jsonrpc.Request{Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 60000})}, transport.RequestOptions{})
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, transport.ErrTimeout) {
-		t.Fatalf("error %v, want a deadline timeout", err)
-	}
-	cancelledParams(t, n, 2)
-}
-
 // "The connection process monitors the process that called connect/2 and
 // closes when it exits": the ctx given to Connect owns the connection.
 func TestOwnerContextEndClosesConnection(t *testing.T) {
@@ -120,22 +74,6 @@ func TestCloseWithCauseStopsWithThatReason(t *testing.T) {
 	_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
 	if !errors.Is(err, shutdown) {
 		t.Fatalf("request after stop: %v", err)
-	}
-}
-
-// "notify/3 writes a notification and returns once the line is in the
-// port."
-func TestNotifyReturnsOnceLineIsWritten(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	if err := c.Notify(context.Background(), &jsonrpc.Notification{Method: "notifications/initialized"}, transport.NotifyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	saw := n.waitN(t, "test/saw", 1)
-	if !strings.Contains(string(saw[0].Params), "notifications/initialized") {
-		t.Fatalf("server saw %s", saw[0].Params)
 	}
 }
 

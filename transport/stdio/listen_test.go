@@ -41,25 +41,6 @@ func next(t *testing.T, sub *transport.Subscription) (transport.Event, error) {
 	return ev, err
 }
 
-// "listen/3 ... sends the request, waits :timeout milliseconds for the
-// server's notifications/subscriptions/acknowledged, and returns {:ok,
-// accepted_filter, pid}"
-func TestListenReturnsAcknowledgedFilter(t *testing.T) {
-	c := connect(t, config("script"))
-	filter := `{"toolsListChanged":true,"resourceSubscriptions":["file:///a"]}`
-	accepted, sub, err := c.Listen(context.Background(), listenRequest(filter), transport.ListenOptions{Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	if string(accepted) != filter {
-		t.Fatalf("accepted filter %s, want %s", accepted, filter)
-	}
-	if !sub.ID().IsValid() {
-		t.Fatal("subscription without the listen request's ID")
-	}
-}
-
 // "The connection process correlates the acknowledgement, the events, and
 // the terminal response by the subscription ID (the request ID, carried in
 // each notification's _meta["io.modelcontextprotocol/subscriptionId"])":
@@ -99,24 +80,6 @@ func TestSeveralSubscriptionsGetTheirOwnInterleavedEvents(t *testing.T) {
 	}
 }
 
-// "closes it with :complete ... at the terminal response": the server's
-// response to the listen request ends the stream cleanly, after the events
-// before it.
-func TestTerminalResponseEndsSubscriptionCleanly(t *testing.T) {
-	c := connect(t, config("script"))
-	sub := listen(t, c, `{}`)
-	call(t, c, "test/emit", map[string]any{"subs": []jsonrpc.ID{sub.ID()}, "count": 2}, transport.RequestOptions{})
-	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "response"}, transport.RequestOptions{})
-	for range 2 {
-		if _, err := next(t, sub); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := next(t, sub); err != io.EOF {
-		t.Fatalf("after the terminal response: %v, want io.EOF", err)
-	}
-}
-
 // An error response after the acknowledgement ends the stream with that
 // error.
 func TestErrorResponseAfterAckEndsSubscriptionWithIt(t *testing.T) {
@@ -150,33 +113,6 @@ func TestServerCancelledEndsSubscriptionCleanly(t *testing.T) {
 	}
 }
 
-// "Closing the subscription, or the owner's exit, sends
-// notifications/cancelled for the request."
-func TestClosingSubscriptionOrOwnerEndSendsCancelled(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	closed := listen(t, c, `{}`)
-	ctx, cancel := context.WithCancel(context.Background())
-	_, owned, err := c.Listen(ctx, listenRequest(`{}`), transport.ListenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed.Close()
-	cancel()
-	got := map[string]bool{}
-	for _, p := range cancelledParams(t, n, 2) {
-		got[fmt.Sprint(p["requestId"])] = true
-	}
-	if !got[closed.ID().String()] || !got[owned.ID().String()] {
-		t.Fatalf("cancelled %v, want %v and %v", got, closed.ID(), owned.ID())
-	}
-	if _, err := next(t, owned); err != io.EOF {
-		t.Fatalf("owned subscription after its owner ended: %v", err)
-	}
-}
-
 // "When the server exits or closes its stdin, or close/1 stops the
 // connection, open subscriptions end with a -32000 error." — and Next on
 // an ended subscription returns at once.
@@ -203,19 +139,6 @@ func TestConnectionEndEndsSubscriptionsWithConnectionError(t *testing.T) {
 				t.Fatalf("Listen after the end: %v", err)
 			}
 		})
-	}
-}
-
-// "A JSON-RPC error response before the acknowledgement is returned as
-// {:error, %Snodo.Error{}}."
-func TestErrorResponseBeforeAckIsReturned(t *testing.T) {
-	c := connect(t, config("script"))
-	_, sub, err := c.Listen(context.Background(), &jsonrpc.Request{Method: "subscriptions/listen", Params: json.RawMessage(`{"fail":true}`)}, transport.ListenOptions{Timeout: 10 * time.Second})
-	if sub != nil {
-		t.Fatal("a subscription for a refused listen")
-	}
-	if je := transporttest.WantCode(t, err, jsonrpc.CodeInvalidParams); je.Kind != jsonrpc.KindServer {
-		t.Fatalf("error %v, want the server's", err)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
-	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -139,71 +138,6 @@ func TestResetTimeoutOnProgressRestartsTimer(t *testing.T) {
 	})
 	if !errors.Is(err, transport.ErrTimeout) || errors.Is(err, transport.ErrMaxTotalTimeout) {
 		t.Fatalf("without reset: %v, want a plain timeout", err)
-	}
-}
-
-// ":reset_timeout_on_progress - when true, each delivered progress
-// notification restarts :timeout, up to :max_total_timeout milliseconds
-// after the request started. Past that the request fails with
-// max_total_timeout_error/1."
-func TestMaxTotalTimeoutBoundsResetTimeouts(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	// The deadline only keeps the test finite if the bound is missing.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := c.Request(ctx, progressRequest(jsonrpc.StringID("endless"), "e", map[string]any{"forever": true, "intervalMs": 50}), transport.RequestOptions{
-		Timeout: time.Second, MaxTotalTimeout: 1500 * time.Millisecond, ResetTimeoutOnProgress: true,
-		OnProgress: func(json.RawMessage) error { return nil },
-	})
-	if !errors.Is(err, transport.ErrMaxTotalTimeout) || !errors.Is(err, transport.ErrTimeout) {
-		t.Fatalf("error %v, want the max-total-timeout error", err)
-	}
-	if p := cancelledParams(t, n, 1)[0]; p["requestId"] != "endless" {
-		t.Fatalf("cancelled %v", p)
-	}
-}
-
-// "If the progress function raises, the request is cancelled on the
-// server." — and the caller gets that failure, for an error as for a panic.
-func TestFailingProgressFunctionCancelsRequest(t *testing.T) {
-	for _, mode := range []string{"error", "panic"} {
-		t.Run(mode, func(t *testing.T) {
-			n := newNotes()
-			cfg := config("script")
-			cfg.OnNotification = n.hook
-			c := connect(t, cfg)
-			bad := errors.New("progress sink broke")
-			calls := 0
-			_, err := c.Request(context.Background(), progressRequest(jsonrpc.StringID("p-"+mode), "t", map[string]any{"forever": true, "intervalMs": 10}), transport.RequestOptions{
-				OnProgress: func(json.RawMessage) error {
-					calls++
-					if calls < 3 {
-						return nil
-					}
-					if mode == "panic" {
-						panic("progress bug")
-					}
-					return bad
-				},
-			})
-			switch mode {
-			case "error":
-				if !errors.Is(err, bad) {
-					t.Fatalf("error %v, want the progress function's", err)
-				}
-			case "panic":
-				je := transporttest.WantCode(t, err, jsonrpc.CodeInternalError)
-				if je.Kind != jsonrpc.KindHandler {
-					t.Fatalf("error %v, want kind handler", err)
-				}
-			}
-			if p := cancelledParams(t, n, 1)[0]; p["requestId"] != "p-"+mode {
-				t.Fatalf("cancelled %v", p)
-			}
-		})
 	}
 }
 

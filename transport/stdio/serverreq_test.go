@@ -263,61 +263,6 @@ func TestStopCancelsRunningServerRequestsAndDropsAnswers(t *testing.T) {
 	}
 }
 
-// A notifications/cancelled from the server naming a running
-// server-to-client request cancels that function's context, and no answer
-// is sent for it (MCP cancellation: the receiver does not respond).
-func TestServerCancellationCancelsRunningServerRequest(t *testing.T) {
-	n := newNotes()
-	cancelled := make(chan struct{})
-	var once sync.Once
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-		if req.Method == "elicitation/create" {
-			<-ctx.Done()
-			once.Do(func() { close(cancelled) })
-			return json.RawMessage(`{"late":true}`), nil
-		}
-		return json.RawMessage(`{}`), nil
-	}
-	c := connect(t, cfg)
-	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 1}, transport.RequestOptions{})
-	call(t, c, "test/notify", map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": "s0", "reason": "user gave up"}}, transport.RequestOptions{})
-	transporttest.Recv(t, cancelled, "cancelled")
-	// A later request's answer arrives; s0's never does.
-	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
-	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
-		if string(a.Result) != `{}` {
-			t.Fatalf("cancelled request answered: %+v", a)
-		}
-	}
-}
-
-// SetInbound replaces the functions given at connect: the dispatcher is
-// called in the reader and answers through reply, at once or later, and a
-// second reply is not sent.
-func TestSetInboundReplacesFunctions(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	c := connect(t, cfg)
-	c.SetInbound(func(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
-		if req.ID.String() == "s0" {
-			reply(json.RawMessage(`{"from":"inbound"}`), nil)
-			reply(json.RawMessage(`{"twice":true}`), nil)
-			return nil
-		}
-		return func() { reply(json.RawMessage(`{"from":"later"}`), nil) }
-	}, n.hook)
-	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
-	got := map[string]bool{}
-	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
-		got[string(a.Result)] = true
-	}
-	if len(got) != 2 || !got[`{"from":"inbound"}`] || !got[`{"from":"later"}`] {
-		t.Fatalf("answers %v", got)
-	}
-}
-
 // freeBatonConn returns a connection on which the next Request reads
 // stdout itself (holdingConn, once the background reader has let the baton
 // go), with the watch delay back at a millisecond.
