@@ -142,9 +142,7 @@ func TestProgressToCallerHoldingBaton(t *testing.T) {
 // while no caller waits, are read and answered: the baton goes to the
 // background reader.
 func TestServerRequestWhileNoCallerWaits(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"accept"}`), nil
 	}

@@ -130,9 +130,7 @@ func TestServerExitFailsInFlightAndLaterRequests(t *testing.T) {
 // "When the server exits, or closes its stdin so that a write to it fails,
 // requests in flight and later requests fail with -32000." (the write)
 func TestServerClosingStdinFailsRequestsWithConnectionError(t *testing.T) {
-	n := newNotes()
-	cfg := config("closestdin")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("closestdin")
 	c := connectHanging(t, cfg)
 	n.waitN(t, "test/ready", 1)
 	_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})

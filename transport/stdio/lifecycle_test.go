@@ -81,9 +81,7 @@ func TestCloseWithCauseStopsWithThatReason(t *testing.T) {
 // notification larger than the pipe cannot be written, and Notify gives up
 // at its timeout rather than returning early.
 func TestNotifyWaitsForTheWrite(t *testing.T) {
-	n := newNotes()
-	cfg := config("neverread")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("neverread")
 	c := connectHanging(t, cfg)
 	n.waitN(t, "test/ready", 1)
 	if err := c.Notify(context.Background(), &jsonrpc.Notification{Method: "small"}, transport.NotifyOptions{Timeout: 10 * time.Second}); err != nil {
@@ -99,9 +97,7 @@ func TestNotifyWaitsForTheWrite(t *testing.T) {
 // Writes block when the server never reads its stdin: timeouts, contexts
 // and Close must still work.
 func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
-	n := newNotes()
-	cfg := config("neverread")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("neverread")
 	c := connectHanging(t, cfg)
 	n.waitN(t, "test/ready", 1)
 	big := &jsonrpc.Request{Method: "big", Params: mustJSON(map[string]string{"pad": strings.Repeat("x", 1<<20)})}
@@ -133,9 +129,7 @@ func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
 // "Other server notifications are dropped." — unless the optional hook is
 // set, which gets exactly those that no request or subscription claimed.
 func TestOtherNotificationsGoToHookOrAreDropped(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	call(t, c, "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}}, transport.RequestOptions{})
 	call(t, c, "test/notify", map[string]any{"method": "notifications/progress", "params": map[string]any{"progressToken": "nobody", "progress": 1}}, transport.RequestOptions{})

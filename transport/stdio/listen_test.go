@@ -95,9 +95,7 @@ func TestErrorResponseAfterAckEndsSubscriptionWithIt(t *testing.T) {
 // "a notifications/cancelled from the server naming the listen request
 // (its teardown signal on stdio) ends it too" (issue 2)
 func TestServerCancelledEndsSubscriptionCleanly(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	sub := listen(t, c, `{}`)
 	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "cancelled"}, transport.RequestOptions{})
@@ -146,9 +144,7 @@ func TestConnectionEndEndsSubscriptionsWithConnectionError(t *testing.T) {
 // notifications/subscriptions/acknowledged": without it, Listen times out
 // and the server is told the request is cancelled.
 func TestListenTimesOutWithoutAck(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	// The deadline only keeps the test finite if the timeout is missing.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -168,9 +164,7 @@ func TestListenTimesOutWithoutAck(t *testing.T) {
 // reach the buffer. Dropping keeps the newest events; failing ends the
 // stream with ErrOverflow and cancels it on the server.
 func TestListenBufferOptionsApply(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	_, drop, err := c.Listen(context.Background(), listenRequest(`{}`), transport.ListenOptions{MaxBuffer: 3, Overflow: transport.OverflowDropOldest})
 	if err != nil {

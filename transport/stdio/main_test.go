@@ -413,6 +413,15 @@ func config(scenario string, args ...string) stdio.Config {
 // connect starts cfg and, at the end of the test, closes the connection
 // and waits for the server to exit (killing it after a while: the servers
 // that never read their stdin need it).
+// notedConfig is config with a hook that records the notifications the
+// client gets from the server.
+func notedConfig(scenario string, args ...string) (stdio.Config, *notes) {
+	n := newNotes()
+	cfg := config(scenario, args...)
+	cfg.OnNotification = n.hook
+	return cfg, n
+}
+
 func connect(t testing.TB, cfg stdio.Config) *stdio.Conn {
 	t.Helper()
 	c, err := stdio.Connect(context.Background(), cfg)

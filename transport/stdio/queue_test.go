@@ -182,10 +182,8 @@ func TestAbandonedMessagesFreeTheirBytesWhileServerStalls(t *testing.T) {
 // later requests, even one larger than the limit, succeed.
 func TestQueueLimitRefusesFastAndServerThatResumesGetsTheRest(t *testing.T) {
 	const limit = 4 << 20
-	cfg := config("stall")
+	cfg, n := notedConfig("stall")
 	cfg.MaxQueuedBytes = limit
-	n := newNotes()
-	cfg.OnNotification = n.hook
 	c := connectHanging(t, cfg)
 	call(t, c, "test/stall", nil, transport.RequestOptions{})
 

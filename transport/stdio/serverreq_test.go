@@ -43,9 +43,7 @@ func answers(t *testing.T, ns []*jsonrpc.Notification) []answer {
 // "A caller that uses this transport directly without it gets -32601 for
 // every server-to-client request."
 func TestWithoutOnServerRequestEveryServerRequestGetsMethodNotFound(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 3}, transport.RequestOptions{})
 	for _, a := range answers(t, n.waitN(t, "test/answered", 3)) {
@@ -59,9 +57,7 @@ func TestWithoutOnServerRequestEveryServerRequestGetsMethodNotFound(t *testing.T
 // the server sends to the client ... The connection process runs it in a
 // linked process, one per request, and writes the response it returns"
 func TestOnServerRequestAnswersEachServerRequest(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		switch req.ID.String() {
 		case "s0":
@@ -91,9 +87,7 @@ func TestOnServerRequestAnswersEachServerRequest(t *testing.T) {
 
 // "a function that raises is answered with -32603."
 func TestServerRequestFunctionThatPanicsIsAnsweredInternalError(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		panic("handler bug")
 	}
@@ -112,12 +106,10 @@ func TestServerRequestFunctionThatPanicsIsAnsweredInternalError(t *testing.T) {
 // run at once, default 16. A request over the limit is answered with -32603
 // without running the handler."
 func TestServerRequestOverLimitAnsweredWithoutRunningFunction(t *testing.T) {
-	n := newNotes()
 	release := make(chan struct{})
 	var ran atomic.Int32
 	const limit = 16 // the default, and the limit of Config.OnServerRequest
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		ran.Add(1)
 		<-release
@@ -154,11 +146,9 @@ func TestServerRequestOverLimitAnsweredWithoutRunningFunction(t *testing.T) {
 // waiting request).
 func TestFloodOfServerRequestsBoundedByDefaultLimit(t *testing.T) {
 	const flood = 10000
-	n := newNotes()
 	var running, peak, ran atomic.Int64
 	var peakGoroutines atomic.Int64
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		now := running.Add(1)
 		defer running.Add(-1)
@@ -342,9 +332,7 @@ func TestServerRequestRunsInTheWaitingCaller(t *testing.T) {
 // request's context ends at the caller's deadline, and the server still
 // gets its answer (an error).
 func TestServerRequestInTheCallerEndsAtItsDeadline(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	errc := make(chan error, 1)
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		<-ctx.Done()
