@@ -64,22 +64,6 @@ func TestResponsesCorrelatedByIDWithManyRequestsInFlight(t *testing.T) {
 	}
 }
 
-// A caller's own ID goes out as it is and comes back on the response; the
-// request passed in is not modified when the transport assigns one.
-func TestCallerIDsKeptAndAssignedIDsDoNotModifyRequest(t *testing.T) {
-	c := connect(t, config("script"))
-	req := &jsonrpc.Request{ID: jsonrpc.StringID("mine"), Method: "echo"}
-	resp, err := c.Request(context.Background(), req, transport.RequestOptions{})
-	if err != nil || resp.ID != jsonrpc.StringID("mine") {
-		t.Fatalf("resp %+v, err %v", resp, err)
-	}
-	req = &jsonrpc.Request{Method: "echo"}
-	resp, err = c.Request(context.Background(), req, transport.RequestOptions{})
-	if err != nil || !resp.ID.IsValid() || req.ID.IsValid() {
-		t.Fatalf("resp %+v, req %+v, err %v", resp, req, err)
-	}
-}
-
 // "close/1 closes the server's stdin. An MCP stdio server exits at EOF
 // after finishing admitted requests; this transport does not signal or kill
 // it."

@@ -46,10 +46,13 @@ func recvRequest(t *testing.T, p peer) *jsonrpc.Request {
 // "A transport moves one complete JSON-RPC request to a server and returns
 // the complete JSON-RPC response ... a transport never interprets result
 // or error." An error response is the response, not a Go error; the ID
-// the transport gave a zero-ID request is the response's.
+// the transport gave a zero-ID request is the response's, and the request
+// passed in keeps its zero ID; a caller's own ID goes out as it is and
+// comes back on the response.
 func TestContractMovesOneRequestAndItsResponseUninterpreted(t *testing.T) {
 	each(t, func(t *testing.T, tr transportUnderTest, p peer) {
-		ch := request(tr, &jsonrpc.Request{Method: "tools/call", Params: json.RawMessage(`{"name":"x"}`)}, transport.RequestOptions{})
+		req := &jsonrpc.Request{Method: "tools/call", Params: json.RawMessage(`{"name":"x"}`)}
+		ch := request(tr, req, transport.RequestOptions{})
 		r := recvRequest(t, p)
 		if r.Method != "tools/call" || string(r.Params) != `{"name":"x"}` || !r.ID.IsValid() {
 			t.Fatalf("server got %+v", r)
@@ -59,6 +62,9 @@ func TestContractMovesOneRequestAndItsResponseUninterpreted(t *testing.T) {
 		if o.err != nil || o.resp.ID != r.ID || string(o.resp.Result) != `{"anything":[1,"two"]}` {
 			t.Fatalf("got %+v, %v", o.resp, o.err)
 		}
+		if req.ID.IsValid() {
+			t.Fatalf("the request passed in was given the ID %v", req.ID)
+		}
 
 		ch = request(tr, &jsonrpc.Request{ID: jsonrpc.StringID("mine"), Method: "m"}, transport.RequestOptions{})
 		r = recvRequest(t, p)
@@ -67,7 +73,7 @@ func TestContractMovesOneRequestAndItsResponseUninterpreted(t *testing.T) {
 		}
 		p.send(t, transporttest.Response(r.ID, `"error":{"code":-32602,"message":"bad","data":{"k":1}}`))
 		o = transporttest.Recv(t, ch, "Request")
-		if o.err != nil || o.resp.Error == nil || o.resp.Error.Code != -32602 || string(o.resp.Error.Data) != `{"k":1}` {
+		if o.err != nil || o.resp.ID != r.ID || o.resp.Error == nil || o.resp.Error.Code != -32602 || string(o.resp.Error.Data) != `{"k":1}` {
 			t.Fatalf("error response: %+v, %v", o.resp, o.err)
 		}
 	})
