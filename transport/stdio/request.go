@@ -148,12 +148,7 @@ var (
 // exactly one value and the first to claim it wins. A holder of the baton
 // that gives up itself (its context, its deadline) claims its call too,
 // and then needs no value; if it loses, it takes the winner's.
-func (c *Conn) claim(cl *call) bool {
-	c.core.Mu.Lock()
-	ok := c.core.RemoveLocked(cl.id, cl)
-	c.core.Mu.Unlock()
-	return ok
-}
+func (c *Conn) claim(cl *call) bool { return c.core.Remove(cl.id, cl) }
 
 // timedOut is the function of cl's timer.
 func (cl *call) timedOut() {
@@ -210,7 +205,7 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 	om, err := c.send(r, false)
 	cl.req = jsonrpc.Request{} // encoded: not needed any more
 	if err != nil {
-		c.forget(cl)
+		c.claim(cl) // gives it up
 		return nil, err
 	}
 	resp, err := c.await(ctx, cl, om, opts)
@@ -487,7 +482,7 @@ func (w *waiter) wait() (*jsonrpc.Response, error) {
 // abort gives up on cl: its response will be dropped, and the server is
 // told with notifications/cancelled, unless the request was never written.
 func (c *Conn) abort(cl *call, om *outMsg, reason string) {
-	c.forget(cl)
+	c.claim(cl)
 	c.cancelRequest(cl, om, reason)
 }
 
@@ -504,13 +499,6 @@ func (c *Conn) cancelRequest(cl *call, om *outMsg, reason string) {
 // sendCancelled queues notifications/cancelled for id.
 func (c *Conn) sendCancelled(id jsonrpc.ID, reason string) {
 	c.send(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(id, reason)}, false)
-}
-
-// forget removes cl from the call table, if it is still there.
-func (c *Conn) forget(cl *call) {
-	c.core.Mu.Lock()
-	c.core.RemoveLocked(cl.id, cl)
-	c.core.Mu.Unlock()
 }
 
 // Notify writes a notification and returns once the line has been written
