@@ -597,7 +597,7 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 			return o.resp, o.err
 		case <-pol.Ready():
 			if err := pol.Deliver(); err != nil {
-				t.abort(cl, h, modern, "progress function failed: "+err.Error())
+				t.abort(cl, h, modern, rpc.ProgressFailed(err))
 				return nil, err
 			}
 			if pol.ResetOnProgress() {
@@ -633,7 +633,7 @@ func (t *Transport) abort(cl *call, h nethttp.Header, modern bool, reason string
 	if modern || cl.method == "initialize" {
 		return
 	}
-	body, err := jsonrpc.Encode(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(cl.id, reason)})
+	body, err := jsonrpc.Encode(rpc.Cancelled(cl.id, reason))
 	if err != nil {
 		return
 	}

@@ -469,7 +469,7 @@ func (w *waiter) wait() (*jsonrpc.Response, error) {
 			return w.received(resp)
 		case <-progReady:
 			if err := w.pol.Deliver(); err != nil {
-				w.c.abort(cl, w.om, "progress function failed: "+err.Error())
+				w.c.abort(cl, w.om, rpc.ProgressFailed(err))
 				return nil, err
 			}
 			if w.pol.ResetOnProgress() {
@@ -498,7 +498,7 @@ func (c *Conn) cancelRequest(cl *call, om *outMsg, reason string) {
 
 // sendCancelled queues notifications/cancelled for id.
 func (c *Conn) sendCancelled(id jsonrpc.ID, reason string) {
-	c.send(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(id, reason)}, false)
+	c.send(rpc.Cancelled(id, reason), false)
 }
 
 // Notify writes a notification and returns once the line has been written
