@@ -17,9 +17,17 @@ all: build
 build:
 	$(GO) build $(PKGS)
 
-# go vet, staticcheck and gofmt, on the main module and the bench module.
+# No function of the module's non-test code over LONGFUNCS_MAX lines
+# (internal/tools/longfuncs); LONGFUNCS_SKIP lists the directories whose
+# own files are not checked yet (the root package).
+LONGFUNCS_MAX  ?= 120
+LONGFUNCS_SKIP ?= .
+
+# go vet, staticcheck, gofmt and longfuncs, on the main module and the
+# bench module.
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) run ./internal/tools/longfuncs -max $(LONGFUNCS_MAX) -skip '$(LONGFUNCS_SKIP)' .
 	cd bench && $(GO) vet ./...
 	cd bench && $(GO) vet -tags nowasm ./clients/snodo
 	@bash .ci/deps.d/10-staticcheck.sh

@@ -13,6 +13,7 @@ import (
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 	mcphttp "github.com/snodo/snodo/transport/http"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 )
 
 // A server that sends one event and drops the request's stream each time
@@ -56,17 +57,6 @@ func lostHook(tr *mcphttp.Transport) <-chan error {
 	return lost
 }
 
-func waitLost(t *testing.T, lost <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-lost:
-		return err
-	case <-time.After(time.Minute): // bounds the wait only
-		t.Fatal("the lost GET stream was never reported")
-		return nil
-	}
-}
-
 // A server restarted without the session answers the GET stream 404: the
 // transport reports the stream lost, with an error wrapping
 // ErrSessionExpired, instead of returning silently.
@@ -83,7 +73,7 @@ func TestGETStream404ReportsSessionGone(t *testing.T) {
 	if err := tr.Notify(context.Background(), &jsonrpc.Notification{Method: "notifications/initialized"}, transport.NotifyOptions{Dialect: legacyHeaders, Headers: session}); err != nil {
 		t.Fatal(err)
 	}
-	err := waitLost(t, lost)
+	err := transporttest.Recv(t, lost, "the report of the lost GET stream")
 	if !errors.Is(err, mcphttp.ErrSessionExpired) || !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("lost with %v, want the session expired", err)
 	}
@@ -107,7 +97,7 @@ func TestGETStreamDroppedAfterEachEventGivesUp(t *testing.T) {
 	if err := tr.Notify(context.Background(), &jsonrpc.Notification{Method: "notifications/initialized"}, transport.NotifyOptions{Dialect: legacyHeaders, Headers: session}); err != nil {
 		t.Fatal(err)
 	}
-	err := waitLost(t, lost)
+	err := transporttest.Recv(t, lost, "the report of the lost GET stream")
 	if !errors.Is(err, transport.ErrConnection) || !strings.Contains(err.Error(), "could not be reopened after 5 attempts") {
 		t.Fatalf("lost with %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 	mcphttp "github.com/snodo/snodo/transport/http"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 )
 
 // recorded is one HTTP request the test server received.
@@ -133,8 +134,9 @@ func isMethod(m string) func(recorded) bool {
 	}
 }
 
+// result is the JSON text of a response to id with result res.
 func result(id jsonrpc.ID, res string) string {
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id.AppendJSON(nil), res)
+	return transporttest.Response(id, `"result":`+res)
 }
 
 // fixedDialect is a transport.PolicySource with fixed headers.

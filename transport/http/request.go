@@ -171,14 +171,14 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	t.core.Mu.Unlock()
 	body, err := jsonrpc.Encode(&r)
 	if err != nil {
-		t.forget(cl)
+		t.core.Remove(cl.id, cl)
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the request", Cause: err}
 	}
 	var sctx context.Context
 	sctx, cl.cancel = context.WithCancelCause(t.life)
 	if !t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern) }) {
 		cl.cancel(nil)
-		t.forget(cl)
+		t.core.Remove(cl.id, cl)
 		return nil, t.Err()
 	}
 
@@ -324,19 +324,9 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 
 // settle delivers the outcome of cl once, if cl is still waiting.
 func (t *Transport) settle(cl *call, o outcome) {
-	t.core.Mu.Lock()
-	mine := t.core.RemoveLocked(cl.id, cl)
-	t.core.Mu.Unlock()
-	if mine {
+	if t.core.Remove(cl.id, cl) {
 		cl.result <- o
 	}
-}
-
-// forget removes cl from the call table, if it is still there.
-func (t *Transport) forget(cl *call) {
-	t.core.Mu.Lock()
-	t.core.RemoveLocked(cl.id, cl)
-	t.core.Mu.Unlock()
 }
 
 // connError is the -32000 error of a failed exchange; after Close, the
@@ -607,7 +597,7 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 			return o.resp, o.err
 		case <-pol.Ready():
 			if err := pol.Deliver(); err != nil {
-				t.abort(cl, h, modern, "progress function failed: "+err.Error())
+				t.abort(cl, h, modern, rpc.ProgressFailed(err))
 				return nil, err
 			}
 			if pol.ResetOnProgress() {
@@ -627,7 +617,7 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 				return o.resp, o.err
 			default:
 			}
-			t.forget(cl)
+			t.core.Remove(cl.id, cl)
 			return nil, t.Err()
 		}
 	}
@@ -638,12 +628,12 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 // notifications/cancelled (never for initialize, which cannot be
 // cancelled).
 func (t *Transport) abort(cl *call, h nethttp.Header, modern bool, reason string) {
-	t.forget(cl)
+	t.core.Remove(cl.id, cl)
 	cl.cancel(errors.New(reason))
 	if modern || cl.method == "initialize" {
 		return
 	}
-	body, err := jsonrpc.Encode(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(cl.id, reason)})
+	body, err := jsonrpc.Encode(rpc.Cancelled(cl.id, reason))
 	if err != nil {
 		return
 	}

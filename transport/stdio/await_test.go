@@ -48,9 +48,7 @@ func waitPending(t *testing.T, c *stdio.Conn, n int) {
 // context's error (with its cause), the server is told, and the connection
 // goes on.
 func TestContextEndsWaitWithoutBaton(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := holdingConn(t, cfg)
 	giveBack := takeBaton(t, c)
 	ctx, cancel := context.WithCancelCause(context.Background())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -58,10 +59,10 @@ func TestCallerHoldingBatonCancelled(t *testing.T) {
 		}()
 		// The caller has read the server's announcement itself and goes
 		// back to reading a pipe that stays empty.
-		recv(t, sleeping)
+		transporttest.Recv(t, sleeping, "sleeping")
 		cancel()
 		var je *jsonrpc.Error
-		if err := recv(t, errc); !errors.As(err, &je) || je.Code != jsonrpc.CodeInternalError || !errors.Is(err, context.Canceled) {
+		if err := transporttest.Recv(t, errc, "errc"); !errors.As(err, &je) || je.Code != jsonrpc.CodeInternalError || !errors.Is(err, context.Canceled) {
 			t.Fatalf("round %d: error %v, want a cancellation", round, err)
 		}
 		resp := call(t, c, "echo", map[string]any{"round": round}, transport.RequestOptions{})
@@ -111,7 +112,7 @@ func TestCloseWakesCallerHoldingBaton(t *testing.T) {
 		errc <- err
 	}()
 	c.Close()
-	if err := recv(t, errc); !errors.Is(err, stdio.ErrClosed) {
+	if err := transporttest.Recv(t, errc, "errc"); !errors.Is(err, stdio.ErrClosed) {
 		t.Fatalf("error %v, want ErrClosed", err)
 	}
 }
@@ -141,9 +142,7 @@ func TestProgressToCallerHoldingBaton(t *testing.T) {
 // while no caller waits, are read and answered: the baton goes to the
 // background reader.
 func TestServerRequestWhileNoCallerWaits(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		return json.RawMessage(`{"action":"accept"}`), nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -63,22 +64,6 @@ func TestResponsesCorrelatedByIDWithManyRequestsInFlight(t *testing.T) {
 	}
 }
 
-// A caller's own ID goes out as it is and comes back on the response; the
-// request passed in is not modified when the transport assigns one.
-func TestCallerIDsKeptAndAssignedIDsDoNotModifyRequest(t *testing.T) {
-	c := connect(t, config("script"))
-	req := &jsonrpc.Request{ID: jsonrpc.StringID("mine"), Method: "echo"}
-	resp, err := c.Request(context.Background(), req, transport.RequestOptions{})
-	if err != nil || resp.ID != jsonrpc.StringID("mine") {
-		t.Fatalf("resp %+v, err %v", resp, err)
-	}
-	req = &jsonrpc.Request{Method: "echo"}
-	resp, err = c.Request(context.Background(), req, transport.RequestOptions{})
-	if err != nil || !resp.ID.IsValid() || req.ID.IsValid() {
-		t.Fatalf("resp %+v, req %+v, err %v", resp, req, err)
-	}
-}
-
 // "close/1 closes the server's stdin. An MCP stdio server exits at EOF
 // after finishing admitted requests; this transport does not signal or kill
 // it."
@@ -107,7 +92,7 @@ func TestCloseClosesStdinWithoutSignallingTheServer(t *testing.T) {
 func TestServerExitFailsInFlightAndLaterRequests(t *testing.T) {
 	c := connect(t, config("exitmidrequest"))
 	_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	if !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("in-flight error %v does not match transport.ErrConnection", err)
 	}
@@ -115,11 +100,11 @@ func TestServerExitFailsInFlightAndLaterRequests(t *testing.T) {
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 {
 		t.Logf("error %v does not carry the exit status (the exit was not seen in time)", err)
 	}
-	recv(t, c.Done())
+	transporttest.Recv(t, c.Done(), "c.Done()")
 	_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	err = c.Notify(context.Background(), &jsonrpc.Notification{Method: "n"}, transport.NotifyOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	state, _ := c.Wait(context.Background())
 	if state.ExitCode() != 3 {
 		t.Fatalf("exit %v, want status 3", state)
@@ -129,18 +114,16 @@ func TestServerExitFailsInFlightAndLaterRequests(t *testing.T) {
 // "When the server exits, or closes its stdin so that a write to it fails,
 // requests in flight and later requests fail with -32000." (the write)
 func TestServerClosingStdinFailsRequestsWithConnectionError(t *testing.T) {
-	n := newNotes()
-	cfg := config("closestdin")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("closestdin")
 	c := connectHanging(t, cfg)
 	n.waitN(t, "test/ready", 1)
 	_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	if !errors.Is(err, syscall.EPIPE) {
 		t.Fatalf("error %v, want the failed write (EPIPE) as its cause", err)
 	}
 	_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 }
 
 // A server that closes its stdout while it keeps running can answer
@@ -148,7 +131,7 @@ func TestServerClosingStdinFailsRequestsWithConnectionError(t *testing.T) {
 func TestServerClosingStdoutFailsRequestsWithConnectionError(t *testing.T) {
 	c := connect(t, config("closestdout"))
 	_, err := c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	// It is still running, reading stdin: Close lets it finish.
 	c.Close()
 	if state, _ := c.Wait(context.Background()); !state.Success() {
@@ -165,7 +148,7 @@ func TestChildIsAlwaysReaped(t *testing.T) {
 	}
 	pid := c.Pid()
 	c.Request(context.Background(), &jsonrpc.Request{Method: "echo"}, transport.RequestOptions{})
-	recv(t, c.Done())
+	transporttest.Recv(t, c.Done(), "c.Done()")
 	for i := 0; ; i++ {
 		// Signal 0 succeeds on a zombie; ESRCH means it was reaped.
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
@@ -196,39 +179,6 @@ func TestWaitReportsServerExit(t *testing.T) {
 		t.Fatalf("Pid %d, exited %d", c.Pid(), state.Pid())
 	}
 	_ = os.Getpid
-}
-
-// A caller's ID that is still in flight (as a request or an open
-// subscription) is refused rather than sent: its response could not be
-// told apart.
-func TestIDStillInFlightIsRefused(t *testing.T) {
-	c := connect(t, config("script"))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	inFlight := make(chan struct{}, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Request(ctx, progressRequest(jsonrpc.StringID("dup"), "dup-token", map[string]any{"forever": true, "intervalMs": 20}), transport.RequestOptions{
-			OnProgress: func(json.RawMessage) error {
-				select {
-				case inFlight <- struct{}{}:
-				default:
-				}
-				return nil
-			},
-		})
-	}()
-	recv(t, inFlight)
-	_, err := c.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("dup"), Method: "echo"}, transport.RequestOptions{})
-	if je := wantCode(t, err, jsonrpc.CodeInvalidRequest); je.Kind != jsonrpc.KindTransport {
-		t.Fatalf("error %v", err)
-	}
-	cancel()
-	recv(t, done)
-	sub := listen(t, c, `{}`)
-	_, err = c.Request(context.Background(), &jsonrpc.Request{ID: sub.ID(), Method: "echo"}, transport.RequestOptions{})
-	wantCode(t, err, jsonrpc.CodeInvalidRequest)
 }
 
 // Callers waiting without the baton reuse their response timers from

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -24,52 +25,6 @@ func cancelledParams(t *testing.T, n *notes, count int) []map[string]any {
 		out = append(out, p)
 	}
 	return out
-}
-
-// "When a request times out, the transport answers the caller with a -32001
-// error and sends the server notifications/cancelled for that request ID."
-func TestTimeoutAnswersTimeoutErrorAndSendsCancelled(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	_, err := c.Request(context.Background(), &jsonrpc.Request{ID: jsonrpc.StringID("slow-1"), Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 60000})},
-		transport.RequestOptions{Timeout: 100 * time.Millisecond})
-	je := wantCode(t, err, jsonrpc.CodeRequestTimeout)
-	if je.Kind != jsonrpc.KindTransport || !errors.Is(err, transport.ErrTimeout) {
-		t.Fatalf("error %v, want a transport timeout", err)
-	}
-	p := cancelledParams(t, n, 1)[0]
-	if p["requestId"] != "slow-1" || p["reason"] == nil {
-		t.Fatalf("notifications/cancelled params %v, want requestId slow-1 and a reason", p)
-	}
-}
-
-// "a caller whose own context ends also sends it" (issue 2): the caller
-// gets ctx's error and the server notifications/cancelled.
-func TestCallerContextEndSendsCancelled(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	why := errors.New("user pressed stop")
-	time.AfterFunc(100*time.Millisecond, func() { cancel(why) })
-	_, err := c.Request(ctx, &jsonrpc.Request{ID: jsonrpc.Int64ID(77), Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 60000})}, transport.RequestOptions{})
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, why) {
-		t.Fatalf("error %v, want context.Canceled and its cause", err)
-	}
-	if p := cancelledParams(t, n, 1)[0]; p["requestId"] != float64(77) {
-		t.Fatalf("notifications/cancelled params %v, want requestId 77", p)
-	}
-	// A deadline is a -32001 that is also context.DeadlineExceeded.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel2()
-	_, err = c.Request(ctx2, &jsonrpc.Request{Method: "test/sleep", Params: mustJSON(map[string]int{"ms": 60000})}, transport.RequestOptions{})
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, transport.ErrTimeout) {
-		t.Fatalf("error %v, want a deadline timeout", err)
-	}
-	cancelledParams(t, n, 2)
 }
 
 // "The connection process monitors the process that called connect/2 and
@@ -89,11 +44,11 @@ func TestOwnerContextEndClosesConnection(t *testing.T) {
 	call(t, c, "echo", nil, transport.RequestOptions{})
 	owner := errors.New("owner went away")
 	cancel(owner)
-	recv(t, c.Done())
+	transporttest.Recv(t, c.Done(), "c.Done()")
 	if err := c.Err(); !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
 		t.Fatalf("Err %v, want -32000 wrapping the owner's cause", err)
 	}
-	if err := recv(t, errc); !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
+	if err := transporttest.Recv(t, errc, "errc"); !errors.Is(err, transport.ErrConnection) || !errors.Is(err, owner) {
 		t.Fatalf("in-flight request: %v, want -32000 wrapping the owner's cause", err)
 	}
 	// Closing stdin lets the server finish and exit by itself.
@@ -112,7 +67,7 @@ func TestCloseWithCauseStopsWithThatReason(t *testing.T) {
 	shutdown := errors.New("shutdown")
 	c.CloseWithCause(shutdown)
 	c.CloseWithCause(errors.New("second reason is ignored"))
-	recv(t, c.Done())
+	transporttest.Recv(t, c.Done(), "c.Done()")
 	if err := c.Err(); !errors.Is(err, shutdown) || !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("Err %v, want -32000 wrapping shutdown", err)
 	}
@@ -122,29 +77,11 @@ func TestCloseWithCauseStopsWithThatReason(t *testing.T) {
 	}
 }
 
-// "notify/3 writes a notification and returns once the line is in the
-// port."
-func TestNotifyReturnsOnceLineIsWritten(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	if err := c.Notify(context.Background(), &jsonrpc.Notification{Method: "notifications/initialized"}, transport.NotifyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	saw := n.waitN(t, "test/saw", 1)
-	if !strings.Contains(string(saw[0].Params), "notifications/initialized") {
-		t.Fatalf("server saw %s", saw[0].Params)
-	}
-}
-
 // notify/3 waits for the write: to a server that never reads its stdin, a
 // notification larger than the pipe cannot be written, and Notify gives up
 // at its timeout rather than returning early.
 func TestNotifyWaitsForTheWrite(t *testing.T) {
-	n := newNotes()
-	cfg := config("neverread")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("neverread")
 	c := connectHanging(t, cfg)
 	n.waitN(t, "test/ready", 1)
 	if err := c.Notify(context.Background(), &jsonrpc.Notification{Method: "small"}, transport.NotifyOptions{Timeout: 10 * time.Second}); err != nil {
@@ -160,17 +97,15 @@ func TestNotifyWaitsForTheWrite(t *testing.T) {
 // Writes block when the server never reads its stdin: timeouts, contexts
 // and Close must still work.
 func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
-	n := newNotes()
-	cfg := config("neverread")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("neverread")
 	c := connectHanging(t, cfg)
 	n.waitN(t, "test/ready", 1)
 	big := &jsonrpc.Request{Method: "big", Params: mustJSON(map[string]string{"pad": strings.Repeat("x", 1<<20)})}
 	_, err := c.Request(context.Background(), big, transport.RequestOptions{Timeout: 100 * time.Millisecond})
-	wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	transporttest.WantCode(t, err, jsonrpc.CodeRequestTimeout)
 	// Queued behind the blocked write.
 	_, err = c.Request(context.Background(), &jsonrpc.Request{Method: "small"}, transport.RequestOptions{Timeout: 100 * time.Millisecond})
-	wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	transporttest.WantCode(t, err, jsonrpc.CodeRequestTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if _, err = c.Request(ctx, &jsonrpc.Request{Method: "small"}, transport.RequestOptions{}); !errors.Is(err, context.DeadlineExceeded) {
@@ -185,8 +120,8 @@ func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, c.Done())
-	if err := recv(t, errc); !errors.Is(err, stdio.ErrClosed) {
+	transporttest.Recv(t, c.Done(), "c.Done()")
+	if err := transporttest.Recv(t, errc, "errc"); !errors.Is(err, stdio.ErrClosed) {
 		t.Fatalf("request in flight at Close: %v", err)
 	}
 }
@@ -194,9 +129,7 @@ func TestTimeoutsContextsAndCloseWorkWhenServerNeverReads(t *testing.T) {
 // "Other server notifications are dropped." — unless the optional hook is
 // set, which gets exactly those that no request or subscription claimed.
 func TestOtherNotificationsGoToHookOrAreDropped(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	call(t, c, "test/notify", map[string]any{"method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}}, transport.RequestOptions{})
 	call(t, c, "test/notify", map[string]any{"method": "notifications/progress", "params": map[string]any{"progressToken": "nobody", "progress": 1}}, transport.RequestOptions{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 )
 
 func listenRequest(filter string) *jsonrpc.Request {
@@ -38,25 +39,6 @@ func next(t *testing.T, sub *transport.Subscription) (transport.Event, error) {
 		t.Fatal("Next: nothing arrived")
 	}
 	return ev, err
-}
-
-// "listen/3 ... sends the request, waits :timeout milliseconds for the
-// server's notifications/subscriptions/acknowledged, and returns {:ok,
-// accepted_filter, pid}"
-func TestListenReturnsAcknowledgedFilter(t *testing.T) {
-	c := connect(t, config("script"))
-	filter := `{"toolsListChanged":true,"resourceSubscriptions":["file:///a"]}`
-	accepted, sub, err := c.Listen(context.Background(), listenRequest(filter), transport.ListenOptions{Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	if string(accepted) != filter {
-		t.Fatalf("accepted filter %s, want %s", accepted, filter)
-	}
-	if !sub.ID().IsValid() {
-		t.Fatal("subscription without the listen request's ID")
-	}
 }
 
 // "The connection process correlates the acknowledgement, the events, and
@@ -98,24 +80,6 @@ func TestSeveralSubscriptionsGetTheirOwnInterleavedEvents(t *testing.T) {
 	}
 }
 
-// "closes it with :complete ... at the terminal response": the server's
-// response to the listen request ends the stream cleanly, after the events
-// before it.
-func TestTerminalResponseEndsSubscriptionCleanly(t *testing.T) {
-	c := connect(t, config("script"))
-	sub := listen(t, c, `{}`)
-	call(t, c, "test/emit", map[string]any{"subs": []jsonrpc.ID{sub.ID()}, "count": 2}, transport.RequestOptions{})
-	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "response"}, transport.RequestOptions{})
-	for range 2 {
-		if _, err := next(t, sub); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := next(t, sub); err != io.EOF {
-		t.Fatalf("after the terminal response: %v, want io.EOF", err)
-	}
-}
-
 // An error response after the acknowledgement ends the stream with that
 // error.
 func TestErrorResponseAfterAckEndsSubscriptionWithIt(t *testing.T) {
@@ -123,7 +87,7 @@ func TestErrorResponseAfterAckEndsSubscriptionWithIt(t *testing.T) {
 	sub := listen(t, c, `{}`)
 	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "error"}, transport.RequestOptions{})
 	_, err := next(t, sub)
-	if je := wantCode(t, err, jsonrpc.CodeInternalError); je.Kind != jsonrpc.KindServer {
+	if je := transporttest.WantCode(t, err, jsonrpc.CodeInternalError); je.Kind != jsonrpc.KindServer {
 		t.Fatalf("error %v, want the server's", err)
 	}
 }
@@ -131,9 +95,7 @@ func TestErrorResponseAfterAckEndsSubscriptionWithIt(t *testing.T) {
 // "a notifications/cancelled from the server naming the listen request
 // (its teardown signal on stdio) ends it too" (issue 2)
 func TestServerCancelledEndsSubscriptionCleanly(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	sub := listen(t, c, `{}`)
 	call(t, c, "test/end", map[string]any{"sub": sub.ID(), "how": "cancelled"}, transport.RequestOptions{})
@@ -146,33 +108,6 @@ func TestServerCancelledEndsSubscriptionCleanly(t *testing.T) {
 		if x.Method == "notifications/cancelled" {
 			t.Fatal("the cancellation for a subscription also reached the notification hook")
 		}
-	}
-}
-
-// "Closing the subscription, or the owner's exit, sends
-// notifications/cancelled for the request."
-func TestClosingSubscriptionOrOwnerEndSendsCancelled(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	c := connect(t, cfg)
-	closed := listen(t, c, `{}`)
-	ctx, cancel := context.WithCancel(context.Background())
-	_, owned, err := c.Listen(ctx, listenRequest(`{}`), transport.ListenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed.Close()
-	cancel()
-	got := map[string]bool{}
-	for _, p := range cancelledParams(t, n, 2) {
-		got[fmt.Sprint(p["requestId"])] = true
-	}
-	if !got[closed.ID().String()] || !got[owned.ID().String()] {
-		t.Fatalf("cancelled %v, want %v and %v", got, closed.ID(), owned.ID())
-	}
-	if _, err := next(t, owned); err != io.EOF {
-		t.Fatalf("owned subscription after its owner ended: %v", err)
 	}
 }
 
@@ -190,7 +125,7 @@ func TestConnectionEndEndsSubscriptionsWithConnectionError(t *testing.T) {
 				c.Request(context.Background(), &jsonrpc.Request{Method: "test/exit", Params: mustJSON(map[string]int{"code": 1})}, transport.RequestOptions{})
 			}
 			_, err := next(t, sub)
-			wantCode(t, err, jsonrpc.CodeConnectionClosed)
+			transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 			// Ended: Next returns at once, even with a context already done.
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
@@ -205,32 +140,17 @@ func TestConnectionEndEndsSubscriptionsWithConnectionError(t *testing.T) {
 	}
 }
 
-// "A JSON-RPC error response before the acknowledgement is returned as
-// {:error, %Snodo.Error{}}."
-func TestErrorResponseBeforeAckIsReturned(t *testing.T) {
-	c := connect(t, config("script"))
-	_, sub, err := c.Listen(context.Background(), &jsonrpc.Request{Method: "subscriptions/listen", Params: json.RawMessage(`{"fail":true}`)}, transport.ListenOptions{Timeout: 10 * time.Second})
-	if sub != nil {
-		t.Fatal("a subscription for a refused listen")
-	}
-	if je := wantCode(t, err, jsonrpc.CodeInvalidParams); je.Kind != jsonrpc.KindServer {
-		t.Fatalf("error %v, want the server's", err)
-	}
-}
-
 // "waits :timeout milliseconds for the server's
 // notifications/subscriptions/acknowledged": without it, Listen times out
 // and the server is told the request is cancelled.
 func TestListenTimesOutWithoutAck(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	// The deadline only keeps the test finite if the timeout is missing.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, _, err := c.Listen(ctx, &jsonrpc.Request{ID: jsonrpc.StringID("mute"), Method: "subscriptions/listen", Params: json.RawMessage(`{"forever":true}`)}, transport.ListenOptions{Timeout: 100 * time.Millisecond})
-	wantCode(t, err, jsonrpc.CodeRequestTimeout)
+	transporttest.WantCode(t, err, jsonrpc.CodeRequestTimeout)
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v: the listen timeout did not apply", err)
 	}
@@ -244,9 +164,7 @@ func TestListenTimesOutWithoutAck(t *testing.T) {
 // reach the buffer. Dropping keeps the newest events; failing ends the
 // stream with ErrOverflow and cancels it on the server.
 func TestListenBufferOptionsApply(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	_, drop, err := c.Listen(context.Background(), listenRequest(`{}`), transport.ListenOptions{MaxBuffer: 3, Overflow: transport.OverflowDropOldest})
 	if err != nil {

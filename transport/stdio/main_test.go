@@ -151,14 +151,13 @@ func (r repeatReader) Read(p []byte) (int, error) {
 //	test/progress {count, intervalMs, forever}: sends progress for the
 //	    request's progress token, then replies; without intervalMs, before
 //	    reading anything else; stops when cancelled
-//	subscriptions/listen: acknowledges (or, with "fail", answers an error)
+//	subscriptions/listen: acknowledges (with "forever", never)
 //	test/emit {subs, count}: count rounds of one event per subscription
-//	test/end {sub, how}: ends a subscription by "response", "error" or
-//	    "cancelled"
+//	test/end {sub, how}: ends a subscription by "error" or "cancelled"
 //
 // A "late" member in an answer from the client makes the server exit with
-// status 4 at EOF. Each notification from the client is relayed as test/saw {method,
-// params}, and each notifications/cancelled also as test/cancelled params.
+// status 4 at EOF. Each notifications/cancelled from the client is relayed
+// as test/cancelled params.
 // sleepers are the script's test/sleep requests, by ID, so that a
 // notifications/cancelled can cut them short.
 var sleepers = struct {
@@ -194,7 +193,6 @@ func script(s *fakeserver.Server) {
 				sleepers.Unlock()
 				s.Notify("test/cancelled", m.Params)
 			}
-			s.Notify("test/saw", map[string]any{"method": m.Method, "params": m.Params})
 		case *jsonrpc.Response:
 			late = late || bytes.Contains(m.Result, []byte(`"late"`))
 			s.Notify("test/answered", map[string]any{"id": m.ID, "result": m.Result, "error": m.Error})
@@ -217,7 +215,6 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 		Forever    bool            `json:"forever"`
 		Announce   bool            `json:"announce"`
 		Before     bool            `json:"before"`
-		Fail       bool            `json:"fail"`
 		Subs       []jsonrpc.ID    `json:"subs"`
 		Sub        jsonrpc.ID      `json:"sub"`
 		How        string          `json:"how"`
@@ -314,10 +311,6 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 			send()
 		}()
 	case "subscriptions/listen":
-		if p.Fail {
-			s.Send(jsonrpc.NewErrorResponse(r.ID, jsonrpc.NewError("", jsonrpc.CodeInvalidParams, "no such filter")))
-			return
-		}
 		if p.Forever { // never acknowledges
 			return
 		}
@@ -337,8 +330,6 @@ func scriptRequest(s *fakeserver.Server, r *jsonrpc.Request, wg *sync.WaitGroup)
 		s.Reply(r.ID, map[string]any{})
 	case "test/end":
 		switch p.How {
-		case "response":
-			s.Reply(p.Sub, map[string]any{"resultType": "complete", "_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": p.Sub}})
 		case "error":
 			s.Send(jsonrpc.NewErrorResponse(p.Sub, jsonrpc.NewError("", jsonrpc.CodeInternalError, "stream broke")))
 		case "cancelled":
@@ -422,6 +413,15 @@ func config(scenario string, args ...string) stdio.Config {
 // connect starts cfg and, at the end of the test, closes the connection
 // and waits for the server to exit (killing it after a while: the servers
 // that never read their stdin need it).
+// notedConfig is config with a hook that records the notifications the
+// client gets from the server.
+func notedConfig(scenario string, args ...string) (stdio.Config, *notes) {
+	n := newNotes()
+	cfg := config(scenario, args...)
+	cfg.OnNotification = n.hook
+	return cfg, n
+}
+
 func connect(t testing.TB, cfg stdio.Config) *stdio.Conn {
 	t.Helper()
 	c, err := stdio.Connect(context.Background(), cfg)
@@ -481,31 +481,6 @@ func mustJSON(v any) json.RawMessage {
 		panic(err)
 	}
 	return b
-}
-
-// recv receives from ch, failing the test if nothing comes for a long
-// time (which means the behaviour under test is missing).
-func recv[T any](t testing.TB, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(30 * time.Second):
-		t.Fatal("nothing received in 30s")
-		panic("unreachable")
-	}
-}
-
-func wantCode(t testing.TB, err error, code int64) *jsonrpc.Error {
-	t.Helper()
-	var je *jsonrpc.Error
-	if !errors.As(err, &je) {
-		t.Fatalf("error %v (%T), want a *jsonrpc.Error with code %d", err, err, code)
-	}
-	if je.Code != code {
-		t.Fatalf("error %v, want code %d", err, code)
-	}
-	return je
 }
 
 var _ = bufio.NewReader

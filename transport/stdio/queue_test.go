@@ -18,6 +18,7 @@ import (
 	"github.com/snodo/snodo/internal/fakeserver"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -181,10 +182,8 @@ func TestAbandonedMessagesFreeTheirBytesWhileServerStalls(t *testing.T) {
 // later requests, even one larger than the limit, succeed.
 func TestQueueLimitRefusesFastAndServerThatResumesGetsTheRest(t *testing.T) {
 	const limit = 4 << 20
-	cfg := config("stall")
+	cfg, n := notedConfig("stall")
 	cfg.MaxQueuedBytes = limit
-	n := newNotes()
-	cfg.OnNotification = n.hook
 	c := connectHanging(t, cfg)
 	call(t, c, "test/stall", nil, transport.RequestOptions{})
 
@@ -209,7 +208,7 @@ func TestQueueLimitRefusesFastAndServerThatResumesGetsTheRest(t *testing.T) {
 		request(&jsonrpc.Request{Method: "big", Params: pad})
 	}
 	for range 4 {
-		wantQueueFull(t, c, recv(t, results).err, limit)
+		wantQueueFull(t, c, transporttest.Recv(t, results, "results").err, limit)
 	}
 	if q := stdio.QueuedBytes(c); q < 3<<20 || q > limit {
 		t.Fatalf("%d bytes queued, want three 1 MiB requests", q)
@@ -222,7 +221,7 @@ func TestQueueLimitRefusesFastAndServerThatResumesGetsTheRest(t *testing.T) {
 
 	resumeReading(t, c)
 	for range 5 {
-		r := recv(t, results)
+		r := transporttest.Recv(t, results, "results")
 		if r.err != nil {
 			t.Fatalf("queued request after the server resumed: %v", r.err)
 		}
@@ -313,7 +312,7 @@ func waitQueued(t *testing.T, c *stdio.Conn, ok func(int) bool) {
 
 func wantQueueFull(t *testing.T, c *stdio.Conn, err error, limit int) {
 	t.Helper()
-	je := wantCode(t, err, jsonrpc.CodeConnectionClosed)
+	je := transporttest.WantCode(t, err, jsonrpc.CodeConnectionClosed)
 	if je.Kind != jsonrpc.KindTransport || !errors.Is(err, stdio.ErrQueueFull) || !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("error %v, want a transport error wrapping ErrQueueFull", err)
 	}

@@ -148,12 +148,7 @@ var (
 // exactly one value and the first to claim it wins. A holder of the baton
 // that gives up itself (its context, its deadline) claims its call too,
 // and then needs no value; if it loses, it takes the winner's.
-func (c *Conn) claim(cl *call) bool {
-	c.core.Mu.Lock()
-	ok := c.core.RemoveLocked(cl.id, cl)
-	c.core.Mu.Unlock()
-	return ok
-}
+func (c *Conn) claim(cl *call) bool { return c.core.Remove(cl.id, cl) }
 
 // timedOut is the function of cl's timer.
 func (cl *call) timedOut() {
@@ -210,7 +205,7 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 	om, err := c.send(r, false)
 	cl.req = jsonrpc.Request{} // encoded: not needed any more
 	if err != nil {
-		c.forget(cl)
+		c.claim(cl) // gives it up
 		return nil, err
 	}
 	resp, err := c.await(ctx, cl, om, opts)
@@ -241,192 +236,244 @@ func (cl *call) recycle() {
 // await waits for cl's response, delivering its progress. When nobody
 // else reads stdout, it reads it itself (see reader.go): it holds the
 // baton, routing whatever arrives, until its own response comes, and then
-// hands the baton on.
+// hands the baton on (waiter.hold).
 //
 // A caller that waits without the baton receives on cl.resp alone, or with
-// its progress queue's channel when it has progress: its timer, its
-// context's watch (ctxWatch) and the connection's stop claim the call and
-// send it a sentinel rather than being watched in a select, which with
-// many callers waiting costs more than the rest of the wait.
+// its progress queue's channel when it has progress (waiter.wait): its
+// timer, its context's watch (ctxWatch) and the connection's stop claim
+// the call and send it a sentinel rather than being watched in a select,
+// which with many callers waiting costs more than the rest of the wait.
 func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.RequestOptions) (*jsonrpc.Response, error) {
-	var pol rpc.Await // the timeout, its reset by progress, the delivery
-	pol.Start(&opts, cl.prog)
-	progReady := pol.Ready() // nil (never ready) without progress
-	var (
-		deadline time.Time // when the armed timeout passes; zero: none
-		watching bool      // the timer claims the call
-		timerOn  bool      // cl.timer is set and has not been stopped
-	)
-	startTimer := func(d time.Duration) {
-		if cl.timer == nil {
-			cl.timer = time.AfterFunc(d, cl.timedOut)
-		} else {
-			cl.timer.Reset(d)
-		}
-		timerOn = true
-	}
-	arm := func() {
-		if timerOn {
-			if !cl.timer.Stop() {
-				// It fired: its sentinel is in cl.resp or on its way, for
-				// the timeout armed, which stays as it was.
-				return
-			}
-			timerOn = false
-		}
-		d, ok := pol.Next()
-		if !ok {
-			deadline = time.Time{}
-			return
-		}
-		deadline = time.Now().Add(d)
-		if watching {
-			startTimer(d)
-		}
-	}
-	arm()
-	defer func() {
-		// A timer stopped before it fired stays with the call for its
-		// next request; one that fired may still be looking at the call.
-		if timerOn && !cl.timer.Stop() {
-			cl.stale = true
-		}
-	}()
-
-	// Holding the baton: stdout is read in this goroutine. The watch of
-	// ctx pokes it when ctx ends.
-	var holding bool
-	take := func() {
-		holding = true
-		c.armRead(deadline)
-	}
-	drop := func(release bool) {
-		if !holding {
-			return
-		}
-		holding = false
-		if release {
-			c.release()
-		}
-	}
-	defer drop(true)
-
-	// received returns what the value sent to cl says: its response, with
-	// the progress still waiting delivered first, or the error of the
-	// sentinel sent by whoever gave up on the call, which claimed it: what
-	// is left to do is done here, in the caller's goroutine.
-	received := func(resp *jsonrpc.Response) (*jsonrpc.Response, error) {
-		switch resp {
-		case respTimeout:
-			err := pol.TimeoutError()
-			c.cancelRequest(cl, om, err.Message)
-			return nil, err
-		case respContext:
-			err := transport.ContextError(ctx)
-			c.cancelRequest(cl, om, err.Message)
-			return nil, err
-		case respStopped:
-			return nil, c.Err()
-		}
-		if err := pol.Deliver(); err != nil {
-			return nil, err
-		}
-		return resp, nil
-	}
-	// giveUp is the caller giving up for why (a sentinel): it claims the
-	// call, unless a response or another sentinel claimed it first, which
-	// then wins. A holder that gives up claims its call before it lets the
-	// baton go, so that it is not counted among those waiting.
-	giveUp := func(why *jsonrpc.Response) (*jsonrpc.Response, error) {
-		if !c.claim(cl) {
-			drop(true)
-			// Its claimer sends it at once.
-			return received(<-cl.resp)
-		}
-		drop(true)
-		return received(why)
-	}
+	w := waiter{c: c, ctx: ctx, cl: cl, om: om}
+	w.pol.Start(&opts, cl.prog)
+	w.arm()
+	defer w.stopTimer()
+	defer w.drop(true)
 	select {
 	case <-c.baton:
-		take()
+		w.take()
 	default:
 	}
-	for {
-		if holding {
-			// What this caller waits for, then one line. The progress
-			// function runs without the baton: it may take its time.
-			select {
-			case resp := <-cl.resp:
-				// Its response, or the sentinel of the connection's stop
-				// (the baton then goes to the background reader, which
-				// drains stdout).
-				drop(true)
-				return received(resp)
-			default:
-			}
-			switch {
-			case c.stopped() != nil:
-				// stop has claimed the call, and sent it its sentinel,
-				// unless its response came first.
-				drop(true)
-				return received(<-cl.resp)
-			case ctx.Err() != nil:
-				return giveUp(respContext)
-			case !deadline.IsZero() && !time.Now().Before(deadline):
-				return giveUp(respTimeout)
-			case cl.prog != nil && cl.prog.Pending():
-				drop(true) // the background reader reads while it runs
-				continue
-			}
-			hold := holdState{ctx: ctx, deadline: deadline}
-			holder := &hold
-			if cl.prog != nil {
-				holder = nil // it stays free to deliver progress
-			}
-			st, _, inline := c.readStep(holder)
-			switch st {
-			case readWoken:
-				c.armRead(deadline)
-			case readEnded:
-				drop(false) // the baton is gone
-			}
-			if inline != nil {
-				// A server request to answer in this goroutine: the baton
-				// is lent meanwhile, and taken back if still free.
-				drop(false)
-				c.lend()
-				inline()
-				select {
-				case <-c.baton:
-					c.unwatch()
-					take()
-				default:
-				}
-			}
-			continue
+	if resp, err := w.hold(); resp != nil || err != nil {
+		return resp, err
+	}
+	return w.wait()
+}
+
+// waiter is one caller of await, on its stack: the timeout of its call and
+// whether it holds the baton.
+type waiter struct {
+	c   *Conn
+	ctx context.Context
+	cl  *call
+	om  *outMsg
+	pol rpc.Await // the timeout, its reset by progress, the delivery
+
+	deadline time.Time // when the armed timeout passes; zero: none
+	watching bool      // the timer claims the call
+	timerOn  bool      // cl.timer is set and has not been stopped
+	holding  bool      // stdout is read in this goroutine
+}
+
+// The timeout. A holder of the baton reads stdout with a read deadline at
+// w.deadline and looks at the time itself; a caller without the baton
+// has the call's timer claim the call (watching).
+
+// startTimer starts the call's timer for d.
+func (w *waiter) startTimer(d time.Duration) {
+	if w.cl.timer == nil {
+		w.cl.timer = time.AfterFunc(d, w.cl.timedOut)
+	} else {
+		w.cl.timer.Reset(d)
+	}
+	w.timerOn = true
+}
+
+// arm arms the timeout the policy says, from now: the request's start or
+// the progress just delivered.
+func (w *waiter) arm() {
+	if w.timerOn {
+		if !w.cl.timer.Stop() {
+			// It fired: its sentinel is in cl.resp or on its way, for
+			// the timeout armed, which stays as it was.
+			return
 		}
-		if !watching && !deadline.IsZero() {
-			// From now on the timer claims the call when its timeout
-			// passes; this caller does not hold the baton again. A timeout
-			// that passed meanwhile (this caller may come back late from a
-			// server request it ran) fires at once, and loses to a response
-			// that came first.
-			startTimer(time.Until(deadline))
-		}
-		watching = true
-		if progReady == nil {
-			return received(<-cl.resp)
-		}
+		w.timerOn = false
+	}
+	d, ok := w.pol.Next()
+	if !ok {
+		w.deadline = time.Time{}
+		return
+	}
+	w.deadline = time.Now().Add(d)
+	if w.watching {
+		w.startTimer(d)
+	}
+}
+
+// stopTimer stops the call's timer as the caller leaves. A timer stopped
+// before it fired stays with the call for its next request; one that
+// fired may still be looking at the call, which is then not recycled.
+func (w *waiter) stopTimer() {
+	if w.timerOn && !w.cl.timer.Stop() {
+		w.cl.stale = true
+	}
+}
+
+// The baton. The watch of the caller's context pokes its holder when the
+// context ends.
+
+// take holds the baton: stdout is read in this goroutine.
+func (w *waiter) take() {
+	w.holding = true
+	w.c.armRead(w.deadline)
+}
+
+// drop lets the baton go, handing it on when release is set (it is not
+// when it is already gone: lent, or stdout ended).
+func (w *waiter) drop(release bool) {
+	if !w.holding {
+		return
+	}
+	w.holding = false
+	if release {
+		w.c.release()
+	}
+}
+
+// The outcome.
+
+// received returns what the value sent to the call says: its response,
+// with the progress still waiting delivered first, or the error of the
+// sentinel sent by whoever gave up on the call, which claimed it: what is
+// left to do is done here, in the caller's goroutine.
+func (w *waiter) received(resp *jsonrpc.Response) (*jsonrpc.Response, error) {
+	switch resp {
+	case respTimeout:
+		err := w.pol.TimeoutError()
+		w.c.cancelRequest(w.cl, w.om, err.Message)
+		return nil, err
+	case respContext:
+		err := transport.ContextError(w.ctx)
+		w.c.cancelRequest(w.cl, w.om, err.Message)
+		return nil, err
+	case respStopped:
+		return nil, w.c.Err()
+	}
+	if err := w.pol.Deliver(); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// giveUp is the caller giving up for why (a sentinel): it claims the
+// call, unless a response or another sentinel claimed it first, which then
+// wins. A holder that gives up claims its call before it lets the baton
+// go, so that it is not counted among those waiting.
+func (w *waiter) giveUp(why *jsonrpc.Response) (*jsonrpc.Response, error) {
+	if !w.c.claim(w.cl) {
+		w.drop(true)
+		// Its claimer sends it at once.
+		return w.received(<-w.cl.resp)
+	}
+	w.drop(true)
+	return w.received(why)
+}
+
+// hold is the caller holding the baton: it looks at what it waits for,
+// then reads one line, until it has its outcome or lets the baton go
+// without one, when it returns nil and nil (a response is never nil). The
+// progress function runs without the baton: it may take its time.
+func (w *waiter) hold() (*jsonrpc.Response, error) {
+	cl := w.cl
+	for w.holding {
 		select {
 		case resp := <-cl.resp:
-			return received(resp)
+			// Its response, or the sentinel of the connection's stop (the
+			// baton then goes to the background reader, which drains
+			// stdout).
+			w.drop(true)
+			return w.received(resp)
+		default:
+		}
+		switch {
+		case w.c.stopped() != nil:
+			// stop has claimed the call, and sent it its sentinel, unless
+			// its response came first.
+			w.drop(true)
+			return w.received(<-cl.resp)
+		case w.ctx.Err() != nil:
+			return w.giveUp(respContext)
+		case !w.deadline.IsZero() && !time.Now().Before(w.deadline):
+			return w.giveUp(respTimeout)
+		case cl.prog != nil && cl.prog.Pending():
+			w.drop(true) // the background reader reads while it runs
+			return nil, nil
+		}
+		w.readLine()
+	}
+	return nil, nil
+}
+
+// readLine is one read of the holder: it routes one line, or wakes at
+// its read deadline. A server request to answer in this goroutine is
+// answered here, the baton lent meanwhile, and taken back if still free.
+func (w *waiter) readLine() {
+	c := w.c
+	hold := holdState{ctx: w.ctx, deadline: w.deadline}
+	holder := &hold
+	if w.cl.prog != nil {
+		holder = nil // it stays free to deliver progress
+	}
+	st, _, inline := c.readStep(holder)
+	switch st {
+	case readWoken:
+		c.armRead(w.deadline)
+	case readEnded:
+		w.drop(false) // the baton is gone
+	}
+	if inline == nil {
+		return
+	}
+	w.drop(false)
+	c.lend()
+	inline()
+	select {
+	case <-c.baton:
+		c.unwatch()
+		w.take()
+	default:
+	}
+}
+
+// wait is the caller waiting without the baton, which it does not hold
+// again: for its response or a sentinel, delivering its progress as it
+// comes.
+func (w *waiter) wait() (*jsonrpc.Response, error) {
+	cl := w.cl
+	if !w.deadline.IsZero() {
+		// From now on the timer claims the call when its timeout passes.
+		// A timeout that passed meanwhile (this caller may come back late
+		// from a server request it ran) fires at once, and loses to a
+		// response that came first.
+		w.startTimer(time.Until(w.deadline))
+	}
+	w.watching = true
+	progReady := w.pol.Ready() // nil (never ready) without progress
+	if progReady == nil {
+		return w.received(<-cl.resp)
+	}
+	for {
+		select {
+		case resp := <-cl.resp:
+			return w.received(resp)
 		case <-progReady:
-			if err := pol.Deliver(); err != nil {
-				c.abort(cl, om, "progress function failed: "+err.Error())
+			if err := w.pol.Deliver(); err != nil {
+				w.c.abort(cl, w.om, rpc.ProgressFailed(err))
 				return nil, err
 			}
-			if pol.ResetOnProgress() {
-				arm()
+			if w.pol.ResetOnProgress() {
+				w.arm()
 			}
 		}
 	}
@@ -435,7 +482,7 @@ func (c *Conn) await(ctx context.Context, cl *call, om *outMsg, opts transport.R
 // abort gives up on cl: its response will be dropped, and the server is
 // told with notifications/cancelled, unless the request was never written.
 func (c *Conn) abort(cl *call, om *outMsg, reason string) {
-	c.forget(cl)
+	c.claim(cl)
 	c.cancelRequest(cl, om, reason)
 }
 
@@ -451,14 +498,7 @@ func (c *Conn) cancelRequest(cl *call, om *outMsg, reason string) {
 
 // sendCancelled queues notifications/cancelled for id.
 func (c *Conn) sendCancelled(id jsonrpc.ID, reason string) {
-	c.send(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(id, reason)}, false)
-}
-
-// forget removes cl from the call table, if it is still there.
-func (c *Conn) forget(cl *call) {
-	c.core.Mu.Lock()
-	c.core.RemoveLocked(cl.id, cl)
-	c.core.Mu.Unlock()
+	c.send(rpc.Cancelled(id, reason), false)
 }
 
 // Notify writes a notification and returns once the line has been written

@@ -14,6 +14,7 @@ import (
 
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -42,9 +43,7 @@ func answers(t *testing.T, ns []*jsonrpc.Notification) []answer {
 // "A caller that uses this transport directly without it gets -32601 for
 // every server-to-client request."
 func TestWithoutOnServerRequestEveryServerRequestGetsMethodNotFound(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	c := connect(t, cfg)
 	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 3}, transport.RequestOptions{})
 	for _, a := range answers(t, n.waitN(t, "test/answered", 3)) {
@@ -58,9 +57,7 @@ func TestWithoutOnServerRequestEveryServerRequestGetsMethodNotFound(t *testing.T
 // the server sends to the client ... The connection process runs it in a
 // linked process, one per request, and writes the response it returns"
 func TestOnServerRequestAnswersEachServerRequest(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		switch req.ID.String() {
 		case "s0":
@@ -90,9 +87,7 @@ func TestOnServerRequestAnswersEachServerRequest(t *testing.T) {
 
 // "a function that raises is answered with -32603."
 func TestServerRequestFunctionThatPanicsIsAnsweredInternalError(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		panic("handler bug")
 	}
@@ -111,12 +106,10 @@ func TestServerRequestFunctionThatPanicsIsAnsweredInternalError(t *testing.T) {
 // run at once, default 16. A request over the limit is answered with -32603
 // without running the handler."
 func TestServerRequestOverLimitAnsweredWithoutRunningFunction(t *testing.T) {
-	n := newNotes()
 	release := make(chan struct{})
 	var ran atomic.Int32
 	const limit = 16 // the default, and the limit of Config.OnServerRequest
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		ran.Add(1)
 		<-release
@@ -153,11 +146,9 @@ func TestServerRequestOverLimitAnsweredWithoutRunningFunction(t *testing.T) {
 // waiting request).
 func TestFloodOfServerRequestsBoundedByDefaultLimit(t *testing.T) {
 	const flood = 10000
-	n := newNotes()
 	var running, peak, ran atomic.Int64
 	var peakGoroutines atomic.Int64
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		now := running.Add(1)
 		defer running.Add(-1)
@@ -242,15 +233,15 @@ func TestStopCancelsRunningServerRequestsAndDropsAnswers(t *testing.T) {
 			}
 			t.Cleanup(func() { shutdown(t, c, 10*time.Second) })
 			call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 2}, transport.RequestOptions{})
-			recv(t, started)
-			recv(t, started)
+			transporttest.Recv(t, started, "started")
+			transporttest.Recv(t, started, "started")
 			if how == "close" {
 				c.Close()
 			} else {
 				cancelOwner()
 			}
 			for range 2 {
-				if cause := recv(t, cancelled); !errors.Is(cause, transport.ErrConnection) {
+				if cause := transporttest.Recv(t, cancelled, "cancelled"); !errors.Is(cause, transport.ErrConnection) {
 					t.Fatalf("function's context ended with %v, want the connection's end", cause)
 				}
 			}
@@ -259,61 +250,6 @@ func TestStopCancelsRunningServerRequestsAndDropsAnswers(t *testing.T) {
 				t.Fatalf("server ended with %v: an answer was sent after the connection stopped", state)
 			}
 		})
-	}
-}
-
-// A notifications/cancelled from the server naming a running
-// server-to-client request cancels that function's context, and no answer
-// is sent for it (MCP cancellation: the receiver does not respond).
-func TestServerCancellationCancelsRunningServerRequest(t *testing.T) {
-	n := newNotes()
-	cancelled := make(chan struct{})
-	var once sync.Once
-	cfg := config("script")
-	cfg.OnNotification = n.hook
-	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-		if req.Method == "elicitation/create" {
-			<-ctx.Done()
-			once.Do(func() { close(cancelled) })
-			return json.RawMessage(`{"late":true}`), nil
-		}
-		return json.RawMessage(`{}`), nil
-	}
-	c := connect(t, cfg)
-	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 1}, transport.RequestOptions{})
-	call(t, c, "test/notify", map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": "s0", "reason": "user gave up"}}, transport.RequestOptions{})
-	recv(t, cancelled)
-	// A later request's answer arrives; s0's never does.
-	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
-	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
-		if string(a.Result) != `{}` {
-			t.Fatalf("cancelled request answered: %+v", a)
-		}
-	}
-}
-
-// SetInbound replaces the functions given at connect: the dispatcher is
-// called in the reader and answers through reply, at once or later, and a
-// second reply is not sent.
-func TestSetInboundReplacesFunctions(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	c := connect(t, cfg)
-	c.SetInbound(func(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
-		if req.ID.String() == "s0" {
-			reply(json.RawMessage(`{"from":"inbound"}`), nil)
-			reply(json.RawMessage(`{"twice":true}`), nil)
-			return nil
-		}
-		return func() { reply(json.RawMessage(`{"from":"later"}`), nil) }
-	}, n.hook)
-	call(t, c, "test/ask", map[string]any{"method": "ping", "count": 2}, transport.RequestOptions{})
-	got := map[string]bool{}
-	for _, a := range answers(t, n.waitN(t, "test/answered", 2)) {
-		got[string(a.Result)] = true
-	}
-	if len(got) != 2 || !got[`{"from":"inbound"}`] || !got[`{"from":"later"}`] {
-		t.Fatalf("answers %v", got)
 	}
 }
 
@@ -369,7 +305,7 @@ func TestServerRequestRunsInTheWaitingCaller(t *testing.T) {
 	c := freeBatonConn(t, cfg)
 	call(t, c, "test/ask", map[string]any{"method": "elicitation/create", "count": 1, "before": true},
 		transport.RequestOptions{Timeout: 30 * time.Second})
-	if s := recv(t, seenc); !s.inCaller || !s.hasDeadline || !s.gotAfter {
+	if s := transporttest.Recv(t, seenc, "seenc"); !s.inCaller || !s.hasDeadline || !s.gotAfter {
 		t.Fatalf("handler saw %+v, want it run in the caller, with its deadline, while another goroutine read on", s)
 	}
 	if a := answers(t, n.waitN(t, "test/answered", 1)); string(a[0].Result) != `{"action":"accept"}` {
@@ -387,7 +323,7 @@ func TestServerRequestRunsInTheWaitingCaller(t *testing.T) {
 	}
 	c2 := connect(t, cfg) // the background reader holds the baton until a response
 	call(t, c2, "test/ask", map[string]any{"method": "roots/list", "count": 1}, transport.RequestOptions{})
-	if s := recv(t, seenc); s.inCaller || s.hasDeadline {
+	if s := transporttest.Recv(t, seenc, "seenc"); s.inCaller || s.hasDeadline {
 		t.Fatalf("handler saw %+v, want its own goroutine without a deadline", s)
 	}
 }
@@ -396,9 +332,7 @@ func TestServerRequestRunsInTheWaitingCaller(t *testing.T) {
 // request's context ends at the caller's deadline, and the server still
 // gets its answer (an error).
 func TestServerRequestInTheCallerEndsAtItsDeadline(t *testing.T) {
-	n := newNotes()
-	cfg := config("script")
-	cfg.OnNotification = n.hook
+	cfg, n := notedConfig("script")
 	errc := make(chan error, 1)
 	cfg.OnServerRequest = func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		<-ctx.Done()
@@ -411,7 +345,7 @@ func TestServerRequestInTheCallerEndsAtItsDeadline(t *testing.T) {
 		Params: mustJSON(map[string]any{"method": "elicitation/create", "count": 1, "before": true})},
 		transport.RequestOptions{Timeout: 300 * time.Millisecond})
 	took := time.Since(start)
-	if herr := recv(t, errc); !errors.Is(herr, context.DeadlineExceeded) {
+	if herr := transporttest.Recv(t, errc, "errc"); !errors.Is(herr, context.DeadlineExceeded) {
 		t.Fatalf("handler's context ended with %v, want the caller's deadline", herr)
 	}
 	// The response arrived before the deadline (read by the background

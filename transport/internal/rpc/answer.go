@@ -43,9 +43,17 @@ func EncodeAnswer(resp *jsonrpc.Response) []byte {
 	return body
 }
 
-// CancelledParams returns the params of notifications/cancelled for the
-// request id, with reason when it is not empty.
-func CancelledParams(id jsonrpc.ID, reason string) json.RawMessage {
+// Cancelled returns the notifications/cancelled that tells the server the
+// request id is given up, with reason when it is not empty.
+func Cancelled(id jsonrpc.ID, reason string) *jsonrpc.Notification {
+	return &jsonrpc.Notification{Method: MethodCancelled, Params: cancelledParams(id, reason)}
+}
+
+// ProgressFailed is the reason a request is given up for when its
+// progress function failed with err.
+func ProgressFailed(err error) string { return "progress function failed: " + err.Error() }
+
+func cancelledParams(id jsonrpc.ID, reason string) json.RawMessage {
 	params := append([]byte(`{"requestId":`), id.AppendJSON(nil)...)
 	if reason != "" {
 		r, _ := json.Marshal(reason)

@@ -168,6 +168,14 @@ func (c *Core[C]) RemoveLocked(id jsonrpc.ID, cl C) bool {
 	return true
 }
 
+// Remove is RemoveLocked with Mu taken.
+func (c *Core[C]) Remove(id jsonrpc.ID, cl C) bool {
+	c.Mu.Lock()
+	ok := c.RemoveLocked(id, cl)
+	c.Mu.Unlock()
+	return ok
+}
+
 // LookupLocked returns the call waiting under id.
 func (c *Core[C]) LookupLocked(id jsonrpc.ID) (C, bool) {
 	cl, ok := c.pending[id]

@@ -2,8 +2,8 @@ package rpc_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +18,7 @@ import (
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
 	shttp "github.com/snodo/snodo/transport/http"
+	"github.com/snodo/snodo/transport/internal/transporttest"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -49,7 +50,7 @@ func TestMain(m *testing.M) {
 
 // wait bounds every wait of the suite: generous, it only keeps a broken
 // test from hanging, and no verdict depends on it.
-const wait = 30 * time.Second
+const wait = transporttest.Patience
 
 type peer interface {
 	// recv returns the next message the client sent.
@@ -166,10 +167,28 @@ func (p *linePeer) send(t *testing.T, msg string) {
 	}
 }
 
+// isCancellation reports whether m is the notifications/cancelled of
+// request id, with a reason.
+func isCancellation(m jsonrpc.Message, id jsonrpc.ID) bool {
+	n, ok := m.(*jsonrpc.Notification)
+	if !ok || n.Method != "notifications/cancelled" {
+		return false
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	}
+	if json.Unmarshal(n.Params, &p) != nil {
+		return false
+	}
+	got, ok := jsonrpc.ParseID(p.RequestID)
+	return ok && got == id && p.Reason != ""
+}
+
 func (p *linePeer) cancelled(t *testing.T, id jsonrpc.ID) {
 	t.Helper()
 	for {
-		if n, ok := p.recv(t).(*jsonrpc.Notification); ok && n.Method == "notifications/cancelled" && bytes.Contains(n.Params, id.AppendJSON([]byte(`"requestId":`))) {
+		if isCancellation(p.recv(t), id) {
 			return
 		}
 	}
@@ -261,13 +280,7 @@ func (p *httpPeer) drop(st *sseStream) {
 
 func (p *httpPeer) recv(t *testing.T) jsonrpc.Message {
 	t.Helper()
-	select {
-	case m := <-p.in:
-		return m
-	case <-time.After(wait):
-		t.Fatal("nothing from the client")
-	}
-	return nil
+	return transporttest.Recv(t, p.in, "a message from the client")
 }
 
 func (p *httpPeer) send(t *testing.T, msg string) {
@@ -299,7 +312,7 @@ func (p *httpPeer) cancelled(t *testing.T, id jsonrpc.ID) {
 	for {
 		select {
 		case m := <-p.in:
-			if n, ok := m.(*jsonrpc.Notification); ok && n.Method == "notifications/cancelled" && bytes.Contains(n.Params, id.AppendJSON([]byte(`"requestId":`))) {
+			if isCancellation(m, id) {
 				return
 			}
 		case g := <-p.gone:
