@@ -376,7 +376,7 @@ func (s *SSE) await(ctx context.Context, cl *call, opts transport.RequestOptions
 			return o.resp, o.err
 		case <-pol.Ready():
 			if err := pol.Deliver(); err != nil {
-				s.abort(cl, "progress function failed: "+err.Error())
+				s.abort(cl, rpc.ProgressFailed(err))
 				return nil, err
 			}
 			if pol.ResetOnProgress() {
@@ -415,7 +415,7 @@ func (s *SSE) abort(cl *call, reason string) {
 
 // sendCancelled POSTs notifications/cancelled for id in the background.
 func (s *SSE) sendCancelled(id jsonrpc.ID, reason string) {
-	body, err := jsonrpc.Encode(&jsonrpc.Notification{Method: rpc.MethodCancelled, Params: rpc.CancelledParams(id, reason)})
+	body, err := jsonrpc.Encode(rpc.Cancelled(id, reason))
 	if err != nil {
 		return
 	}

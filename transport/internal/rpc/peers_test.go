@@ -396,7 +396,7 @@ func (p *ssePeer) send(t *testing.T, msg string) {
 func (p *ssePeer) cancelled(t *testing.T, id jsonrpc.ID) {
 	t.Helper()
 	for {
-		if n, ok := p.recv(t).(*jsonrpc.Notification); ok && n.Method == "notifications/cancelled" && bytes.Contains(n.Params, id.AppendJSON([]byte(`"requestId":`))) {
+		if isCancellation(p.recv(t), id) {
 			return
 		}
 	}
