@@ -33,15 +33,12 @@ type keepalive struct {
 	streams map[*subbuf.Buffer[Event]]struct{}
 }
 
-// keepaliveCause says why a ping failed; it matches ErrKeepalive and
-// wraps the transport's error.
-type keepaliveCause struct {
-	why string
-	err error
-}
+// keepaliveCause says why a ping failed; it matches ErrKeepalive. It
+// does not wrap the ping's own error: the calls it fails did not time out
+// (-32001), the connection ended (-32000).
+type keepaliveCause struct{ why string }
 
 func (e *keepaliveCause) Error() string        { return e.why }
-func (e *keepaliveCause) Unwrap() error        { return e.err }
 func (e *keepaliveCause) Is(target error) bool { return target == ErrKeepalive }
 
 // keepaliveMethod is the request a keepalive ping sends: ping in the
@@ -137,7 +134,7 @@ func (c *Client) keepaliveFailed(err error) {
 		why = fmt.Sprintf("the server did not answer %s within %v", method, c.ka.timeout)
 	}
 	kerr := transport.ConnectionError("the keepalive ping failed, so the connection was closed; connect again",
-		&keepaliveCause{why: why, err: err})
+		&keepaliveCause{why: why})
 	c.ka.dead.Store(kerr)
 	c.debug("keepalive ping failed; closing the connection", "error", err)
 	c.endLife(kerr)

@@ -36,8 +36,8 @@ var keepaliveEras = []struct {
 func wantKeepaliveError(t *testing.T, what string, err error, method string) {
 	t.Helper()
 	var e *jsonrpc.Error
-	if !errors.As(err, &e) || e.Code != jsonrpc.CodeConnectionClosed || !errors.Is(err, snodo.ErrKeepalive) {
-		t.Fatalf("%s: want a -32000 error wrapping ErrKeepalive, got %v", what, err)
+	if !errors.As(err, &e) || e.Code != jsonrpc.CodeConnectionClosed || !errors.Is(err, snodo.ErrKeepalive) || errors.Is(err, snodo.ErrTimeout) {
+		t.Fatalf("%s: want a -32000 error wrapping ErrKeepalive (not a timeout), got %v", what, err)
 	}
 	msg := err.Error()
 	if !strings.Contains(msg, "keepalive ping failed") || !strings.Contains(msg, method) {

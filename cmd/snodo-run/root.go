@@ -155,6 +155,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.Duration("timeout", 60*time.Second, "request timeout, a Go duration (30s, 2m)")
 	f.Duration("task-timeout", defaultTaskTimeout, "bound on waiting for a task (tools call, tasks result), a Go duration; 0: none")
 	f.Duration("connect-timeout", runtime.DefaultConnectTimeout, "bound on connecting (server/discover probe, initialize handshake) and on shutting the server down")
+	f.Duration("keepalive", 0, "ping the server every `D` (a Go duration, at least 100ms) and end the connection when a ping gets no answer within D; 0: no pings")
 	f.Duration("auth-timeout", defaultAuthTimeout, "bound on an OAuth authorization of a --url server, the login in the browser included (it happens before connecting, outside --connect-timeout)")
 	f.String("protocol", "auto", "protocol: auto, legacy, modern, or a version such as 2025-06-18")
 	f.StringArray("env", nil, "`K=V` set in the server's environment; repeatable")
