@@ -500,6 +500,9 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 	if err := c.prepareCall(ctx, method, cc); err != nil {
 		return nil, err
 	}
+	if method == "logging/setLevel" {
+		c.noteDeprecated(method)
+	}
 	onProgress := c.progressFunc(ctx, cc)
 	if ownsProgressToken(cc) {
 		// The task code sent its own token and routes its progress.

@@ -44,6 +44,7 @@ type config struct {
 	onProgress        func(ctx context.Context, params json.RawMessage) error
 	onEvent           func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)
 	onWarning         func(msg string, args ...any)
+	onDeprecated      func(feature, method string) // clienthook.DeprecatedUse
 	logger            *slog.Logger
 
 	samplingTools    bool
@@ -157,6 +158,9 @@ func init() {
 	// The consumers of package runner attach through internal/clienthook.
 	clienthook.ProgressConsumer = func(f func(ctx context.Context, params json.RawMessage) error) any {
 		return Option(func(c *config) { c.onProgress = f })
+	}
+	clienthook.DeprecatedUse = func(f func(feature, method string)) any {
+		return Option(func(c *config) { c.onDeprecated = f })
 	}
 	clienthook.EventConsumer = func(f func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)) any {
 		return Option(func(c *config) { c.onEvent = f })

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -252,6 +254,9 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	if file != "" {
 		a.logger.Debug("config file", "path", file)
 	}
+	if s.verbose {
+		s.runner.ClientOptions = append(s.runner.ClientOptions, clienthook.DeprecatedUse(deprecationNotes(a.logger)).(snodo.Option))
+	}
 	if s.trace && (cmd.Parent() == nil || cmd.Parent().Name() != "handlers") {
 		// handlers check and test start no server: nothing to trace.
 		if a.ctx, err = startTrace(a.ctx, a.stderr); err != nil {
@@ -274,4 +279,28 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 func isRuntimeError(err error) bool {
 	var le *runtime.LoadError
 	return errors.As(err, &le) || errors.Is(err, context.Canceled) || isJSONRPC(err)
+}
+
+// deprecationNotes returns the hook that names, under --verbose, each
+// feature the 2026-07-28 revision deprecates (roots, sampling, logging)
+// the first time the connection uses it: one line per feature per run.
+// They remain fully supported.
+func deprecationNotes(l *slog.Logger) func(feature, method string) {
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+	)
+	return func(feature, method string) {
+		mu.Lock()
+		first := !seen[feature]
+		seen[feature] = true
+		mu.Unlock()
+		if first {
+			who := "the server" // sampling/createMessage, roots/list, notifications/message
+			if method == "logging/setLevel" {
+				who = "the connection" // sent by the client
+			}
+			l.Info(fmt.Sprintf("%s used %s (%s), deprecated in MCP 2026-07-28; still fully supported", who, feature, method))
+		}
+	}
 }
