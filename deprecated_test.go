@@ -66,6 +66,10 @@ func TestDeprecatedUseLegacy(t *testing.T) {
 	}
 	f.serverRequest(ctx, 1, abi.MethodElicitationCreate, elicitParams)
 	f.notify("notifications/tools/list_changed", `{}`)
+	// A look-alike method is not a use: only the exact names count, and
+	// only those fixed names reach the hook.
+	f.serverRequest(ctx, 9, "roots/list\n[INFO] the server used nothing", `{}`)
+	f.notify("notifications/message\u202e", `{"level":"info","data":"x"}`)
 	if got := d.distinct(); len(got) != 0 {
 		t.Fatalf("elicitation or a list change reported as deprecated: %v", got)
 	}
