@@ -101,7 +101,9 @@ func WithDefaultTimeout(d time.Duration) Option { return func(c *config) { c.tim
 // closed, and every call in flight and every later call fails with a
 // -32000 connection error wrapping ErrKeepalive, whose message says why
 // the ping failed. Pings stop at Close. d <= 0 (the default) sends no
-// pings: a dead server is then found only by a call's timeout.
+// pings: a dead server is then found only by a call's timeout. A server
+// that cannot answer a ping while it handles a call (one that reads its
+// stdin only between requests) needs d longer than its longest call.
 func WithKeepalive(d time.Duration) Option { return func(c *config) { c.keepalive = d } }
 
 // WithClientInfo sets the name and version the client reports.

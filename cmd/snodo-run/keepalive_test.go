@@ -70,6 +70,8 @@ func TestKeepaliveSetting(t *testing.T) {
 	for name, args := range map[string][]string{
 		"flag":   {"--keepalive", "1ms", "tools", "list", "--", "true"},
 		"config": {"--config", cfg, "tools", "list", "--", "true"},
+		"shell":  {"--keepalive", "1ms", "shell", "--", "true"},
+		"proxy":  {"--keepalive", "1ms", "proxy", "--", "true"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := exits(t, cli(t, args...), exitUsage, "usage")
