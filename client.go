@@ -55,6 +55,9 @@ type Client struct {
 	cache    *resultCache
 	elicit   urlElicitations
 
+	// ka is WithKeepalive's pinger (keepalive.go).
+	ka keepalive
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -154,6 +157,7 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 			c.subs.failAll(err)
 		}()
 	}
+	c.startKeepalive()
 	return c, nil
 }
 
@@ -407,8 +411,9 @@ func (c *Client) Instructions() string { return c.instructions }
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.endLife(transport.ConnectionError("client closed", ErrClientClosed))
+		c.stopKeepalive()
 		c.subs.closeAll()
-		if hs := c.sessionHeaders(); hs != nil {
+		if hs := c.sessionHeaders(); hs != nil && c.keepaliveErr() == nil {
 			if d, ok := c.t.(transport.SessionDeleter); ok {
 				ctx, cancel := context.WithTimeout(context.Background(), sessionDeleteTimeout)
 				hs = append(hs, transport.Header{Name: transport.HeaderProtocolVersion, Value: c.dialect.ProtocolVersion()})
@@ -489,8 +494,14 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 	if cc.maxTotal > 0 {
 		deadline = time.Now().Add(cc.maxTotal)
 	}
+	if err := c.keepaliveErr(); err != nil {
+		return nil, err
+	}
 	if err := c.prepareCall(ctx, method, cc); err != nil {
 		return nil, err
+	}
+	if method == "logging/setLevel" {
+		c.noteDeprecated(method)
 	}
 	onProgress := c.progressFunc(ctx, cc)
 	if ownsProgressToken(cc) {
@@ -544,6 +555,10 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 		}
 		resp, err := c.t.Request(ctx, req, ropts)
 		if err != nil {
+			if kerr := c.keepaliveErr(); kerr != nil && ctx.Err() == nil {
+				// The keepalive ping failed and closed the connection.
+				return nil, kerr
+			}
 			if !renewed && c.headers && retryInNewSession(method, err) {
 				// The server ended the session without handling the
 				// request: once, in a new session (session.go).
@@ -667,6 +682,9 @@ func (c *Client) Notify(ctx context.Context, method string, params json.RawMessa
 	n, ok := c.t.(transport.Notifier)
 	if !ok {
 		return protocolError(jsonrpc.CodeInternalError, nil, "the transport cannot send notifications")
+	}
+	if err := c.keepaliveErr(); err != nil {
+		return err
 	}
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)

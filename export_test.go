@@ -35,3 +35,10 @@ func CacheLen(c *Client) int {
 	}
 	return c.cache.len()
 }
+
+// WithKeepaliveTimeout is WithKeepalive with its own wait for a ping's
+// answer, so that tests of a server that answers do not depend on how
+// fast a busy machine runs it.
+func WithKeepaliveTimeout(interval, timeout time.Duration) Option {
+	return func(c *config) { c.keepalive, c.keepaliveTimeout = interval, timeout }
+}

@@ -39,6 +39,7 @@ func (c *Client) admit(req *jsonrpc.Request) (Handler, json.RawMessage, error) {
 	if req.Method == "ping" {
 		return nil, json.RawMessage(`{}`), nil
 	}
+	c.noteDeprecated(req.Method)
 	h, herr := c.handlerFor(req.Method, req.Params)
 	if herr != nil {
 		code := int64(jsonrpc.CodeMethodNotFound)
@@ -73,6 +74,7 @@ func (c *Client) runAdmitted(ctx context.Context, h Handler, req *jsonrpc.Reques
 func (c *Client) onNotification(n *jsonrpc.Notification) {
 	switch n.Method {
 	case "notifications/message":
+		c.noteDeprecated(n.Method)
 		if c.cfg.onLog != nil {
 			var m LogMessage
 			if err := unmarshal(n.Params, &m); err == nil {

@@ -52,6 +52,9 @@ type SubscriptionFilter struct {
 // when the client starts a new session after the server ended the old one,
 // which took the server's subscriptions with it: listen again.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter, opts ...CallOption) (SubscriptionFilter, *Subscription, error) {
+	if err := c.keepaliveErr(); err != nil {
+		return SubscriptionFilter{}, nil, err
+	}
 	accepted, sub, err := c.dialect.listen(ctx, c, filter, c.callConfig(opts))
 	if err == nil && c.dialect.cache(c) != nil {
 		// Where results carry caching hints, events drop what they name.
@@ -95,8 +98,12 @@ func (c *Client) listenStream(ctx context.Context, filter SubscriptionFilter, cc
 		Overflow:  cc.overflow,
 	})
 	if err != nil {
+		if kerr := c.keepaliveErr(); kerr != nil && ctx.Err() == nil {
+			return SubscriptionFilter{}, nil, kerr
+		}
 		return SubscriptionFilter{}, nil, err
 	}
+	c.trackStream((*subbuf.Buffer[Event])(sub))
 	accepted, err := decodeAccepted(raw)
 	if err != nil {
 		sub.Close()

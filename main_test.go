@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/snodo/snodo/internal/fakeserver"
 	"github.com/snodo/snodo/internal/interop/gosdkserver"
 )
 
@@ -26,6 +27,7 @@ const exampleServer = "mcp-example-server"
 const readmeServer = "npx"
 
 func TestMain(m *testing.M) {
+	fakeserver.Main(map[string]fakeserver.Scenario{"keepalive-freeze": keepaliveFreeze})
 	switch filepath.Base(os.Args[0]) {
 	case exampleServer:
 		os.Exit(gosdkserver.Run(slices.Contains(os.Args[1:], "--legacy")))

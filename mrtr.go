@@ -237,6 +237,7 @@ func (c *Client) answerInputs(ctx context.Context, method string, requests map[s
 	handlers := make([]Handler, len(keys))
 	for i, k := range keys {
 		r := requests[k]
+		c.noteDeprecated(r.Method)
 		h, err := c.handlerFor(r.Method, r.Params)
 		if err != nil {
 			err.Message = fmt.Sprintf("%s: input request %q: %s", method, k, err.Message)

@@ -44,12 +44,16 @@ type config struct {
 	onProgress        func(ctx context.Context, params json.RawMessage) error
 	onEvent           func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)
 	onWarning         func(msg string, args ...any)
+	onDeprecated      func(feature, method string) // clienthook.DeprecatedUse
 	logger            *slog.Logger
 
 	samplingTools    bool
 	urlElicit        Handler
 	onElicitComplete func(elicitationID string)
 	cache            cacheConfig
+
+	keepalive        time.Duration // WithKeepalive; 0: no pings
+	keepaliveTimeout time.Duration // wait for a ping's answer; 0: keepalive
 }
 
 func newConfig(opts []Option) *config {
@@ -86,6 +90,21 @@ func WithProbeTimeout(d time.Duration) Option { return func(c *config) { c.probe
 // WithDefaultTimeout sets the timeout of calls without WithTimeout
 // (default 60 s).
 func WithDefaultTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithKeepalive makes the client check, every interval d while the
+// connection is open, that the server still answers: it sends ping
+// (legacy era) or server/discover (2026-07-28, which has no ping) and
+// waits at most d for the answer, one ping at a time. Any answer, even an
+// error response, keeps the connection. A ping that gets no answer within
+// d, or that the transport fails, ends the connection: the handlers of
+// server requests are cancelled, subscriptions end, the transport is
+// closed, and every call in flight and every later call fails with a
+// -32000 connection error wrapping ErrKeepalive, whose message says why
+// the ping failed. Pings stop at Close. d <= 0 (the default) sends no
+// pings: a dead server is then found only by a call's timeout. A server
+// that cannot answer a ping while it handles a call (one that reads its
+// stdin only between requests) needs d longer than its longest call.
+func WithKeepalive(d time.Duration) Option { return func(c *config) { c.keepalive = d } }
 
 // WithClientInfo sets the name and version the client reports.
 func WithClientInfo(info Implementation) Option { return func(c *config) { c.clientInfo = info } }
@@ -141,6 +160,9 @@ func init() {
 	// The consumers of package runner attach through internal/clienthook.
 	clienthook.ProgressConsumer = func(f func(ctx context.Context, params json.RawMessage) error) any {
 		return Option(func(c *config) { c.onProgress = f })
+	}
+	clienthook.DeprecatedUse = func(f func(feature, method string)) any {
+		return Option(func(c *config) { c.onDeprecated = f })
 	}
 	clienthook.EventConsumer = func(f func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)) any {
 		return Option(func(c *config) { c.onEvent = f })

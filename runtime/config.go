@@ -87,6 +87,12 @@ type Config struct {
 	// timeout error that wraps ErrConnectTimeout.
 	ConnectTimeout time.Duration
 
+	// Keepalive, when positive, pings the server at that interval once
+	// connected and ends the connection when a ping gets no answer within
+	// it (snodo.WithKeepalive): the calls then fail with a -32000 error
+	// wrapping snodo.ErrKeepalive. 0: no pings.
+	Keepalive time.Duration
+
 	// RootsWait is how long Start waits, in the legacy era with a roots/list
 	// handler, for the server's first roots/list request to be answered
 	// before it returns (default DefaultRootsWait; negative: no wait). A

@@ -272,6 +272,9 @@ func (r *Runner) connect(ctx context.Context) error {
 		snodo.WithMaxServerRequests(r.cfg.MaxServerRequests),
 		snodo.WithDefaultTimeout(r.cfg.Timeout),
 	}
+	if r.cfg.Keepalive > 0 {
+		opts = append(opts, snodo.WithKeepalive(r.cfg.Keepalive))
+	}
 	switch r.cfg.Protocol {
 	case "", "auto":
 	case "legacy":

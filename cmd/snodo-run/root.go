@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -156,6 +158,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.Duration("timeout", 60*time.Second, "request timeout, a Go duration (30s, 2m)")
 	f.Duration("task-timeout", defaultTaskTimeout, "bound on waiting for a task (tools call, tasks result), a Go duration; 0: none")
 	f.Duration("connect-timeout", runtime.DefaultConnectTimeout, "bound on connecting (server/discover probe, initialize handshake) and on shutting the server down")
+	f.Duration("keepalive", 0, "ping the server every `D` (a Go duration, at least 100ms) and end the connection when a ping gets no answer within D; 0: no pings")
 	f.Duration("auth-timeout", defaultAuthTimeout, "bound on an OAuth authorization of a --url server, the login in the browser included (it happens before connecting, outside --connect-timeout)")
 	f.String("protocol", "auto", "protocol: auto, legacy, modern, or a version such as 2025-06-18")
 	f.StringArray("env", nil, "`K=V` set in the server's environment; repeatable")
@@ -253,6 +256,9 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	if file != "" {
 		a.logger.Debug("config file", "path", file)
 	}
+	if s.verbose {
+		s.runner.ClientOptions = append(s.runner.ClientOptions, clienthook.DeprecatedUse(deprecationNotes(a.logger)).(snodo.Option))
+	}
 	if s.trace && (cmd.Parent() == nil || cmd.Parent().Name() != "handlers") {
 		// handlers check and test start no server: nothing to trace.
 		if a.ctx, err = startTrace(a.ctx, a.stderr); err != nil {
@@ -275,4 +281,28 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 func isRuntimeError(err error) bool {
 	var le *runtime.LoadError
 	return errors.As(err, &le) || errors.Is(err, context.Canceled) || isJSONRPC(err)
+}
+
+// deprecationNotes returns the hook that names, under --verbose, each
+// feature the 2026-07-28 revision deprecates (roots, sampling, logging)
+// the first time the connection uses it: one line per feature per run.
+// They remain fully supported.
+func deprecationNotes(l *slog.Logger) func(feature, method string) {
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+	)
+	return func(feature, method string) {
+		mu.Lock()
+		first := !seen[feature]
+		seen[feature] = true
+		mu.Unlock()
+		if first {
+			who := "the server" // sampling/createMessage, roots/list, notifications/message
+			if method == "logging/setLevel" {
+				who = "the connection" // sent by the client
+			}
+			l.Info(fmt.Sprintf("%s used %s (%s), deprecated in MCP 2026-07-28; still fully supported", who, feature, method))
+		}
+	}
 }

@@ -46,6 +46,7 @@ const (
 	keyConnectTimeout    = "connect_timeout"
 	keyAuthTimeout       = "auth_timeout"
 	keyTaskTimeout       = "task_timeout"
+	keyKeepalive         = "keepalive"
 	keyProtocol          = "protocol"
 	keyEnv               = "env"
 	keyCd                = "cd"
@@ -67,6 +68,11 @@ const (
 	keyHeaderFromFlag = "\x00header_from_flag"
 	keyURLFromFlag    = "\x00url_from_flag"
 )
+
+// minKeepalive is the shortest keepalive interval accepted: each ping
+// waits that long for its answer, and a config file must not make the
+// client flood the server with pings.
+const minKeepalive = 100 * time.Millisecond
 
 // configFileName is the config file looked for in os.UserConfigDir()/snodo,
 // with any extension viper reads (.yaml, .yml, .toml, .json). One in the
@@ -167,6 +173,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetDefault(keyConnectTimeout, runtime.DefaultConnectTimeout.String())
 	v.SetDefault(keyAuthTimeout, defaultAuthTimeout.String())
 	v.SetDefault(keyTaskTimeout, defaultTaskTimeout.String())
+	v.SetDefault(keyKeepalive, "0s")
 	v.SetDefault(keyProtocol, "auto")
 	v.SetDefault(keyOutput, "json")
 	v.SetDefault(keyShutdownGrace, runtime.DefaultShutdownGrace.String())
@@ -180,7 +187,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	for key, flag := range map[string]string{
 		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
 		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
-		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyAuthTimeout: "auth-timeout", keyTaskTimeout: "task-timeout", keyProtocol: "protocol", keyEnv: "env",
+		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyAuthTimeout: "auth-timeout", keyTaskTimeout: "task-timeout", keyKeepalive: "keepalive", keyProtocol: "protocol", keyEnv: "env",
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
 		keyServerURL: "url", keyServerTransport: "transport", keyHeader: "header",
@@ -329,6 +336,12 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 	}
 	if s.taskTimeout, err = duration(v, keyTaskTimeout); err != nil {
 		return nil, err
+	}
+	if rc.Keepalive, err = duration(v, keyKeepalive); err != nil {
+		return nil, err
+	}
+	if rc.Keepalive > 0 && rc.Keepalive < minKeepalive {
+		return nil, usageErr("%s must be 0 (no pings) or at least %v, not %q: each ping waits that long for its answer", keyKeepalive, minKeepalive, v.GetString(keyKeepalive))
 	}
 	if s.authTimeout, err = duration(v, keyAuthTimeout); err != nil {
 		return nil, err

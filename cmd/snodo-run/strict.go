@@ -42,7 +42,7 @@ var configSchema = fields(map[string]*schema{
 	}),
 	keyHeader:  leaf,
 	keyHandler: leaf, keyHandlerConfig: leaf, keyProgress: leaf, keySubscriber: leaf,
-	keyMaxServerRequests: leaf, keyMaxLineBytes: leaf, keyTimeout: leaf, keyConnectTimeout: leaf, keyAuthTimeout: leaf, keyTaskTimeout: leaf,
+	keyMaxServerRequests: leaf, keyMaxLineBytes: leaf, keyTimeout: leaf, keyConnectTimeout: leaf, keyAuthTimeout: leaf, keyTaskTimeout: leaf, keyKeepalive: leaf,
 	keyProtocol: leaf, keyEnv: leaf, keyCd: leaf, keyOutput: leaf, keyVerbose: leaf,
 	keyServerStderr: leaf, keyShutdownGrace: leaf, keyCacheDir: leaf, keyNoPIDNamespace: leaf,
 	keyTrace: leaf, keyURLElicitation: leaf,
@@ -264,7 +264,7 @@ func envName(key string) string {
 // envKeys are the settings keys that SNODO_ variables set.
 var envKeys = []string{
 	keyServerName, keyServerCommand, keyServerArgs, keyServerCd, keyServerURL, keyHeader, keyHandler, keyHandlerConfig,
-	keyProgress, keySubscriber, keyMaxServerRequests, keyMaxLineBytes, keyTimeout, keyConnectTimeout, keyAuthTimeout, keyTaskTimeout,
+	keyProgress, keySubscriber, keyMaxServerRequests, keyMaxLineBytes, keyTimeout, keyConnectTimeout, keyAuthTimeout, keyTaskTimeout, keyKeepalive,
 	keyProtocol, keyEnv, keyCd, keyOutput, keyVerbose, keyServerStderr, keyShutdownGrace,
 	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace, keyTrace, keyURLElicitation,
 }

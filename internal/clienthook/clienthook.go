@@ -26,3 +26,12 @@ var ProgressConsumer func(f func(ctx context.Context, params json.RawMessage) er
 // io.EOF, the server is told); an error ends it with that error. ctx is
 // the one given to Next.
 var EventConsumer func(f func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)) any
+
+// DeprecatedUse returns the snodo.Option that calls f each time the
+// connection uses a feature the 2026-07-28 revision deprecates: feature is
+// "sampling", "roots" or "logging", method the message that used it
+// (sampling/createMessage or roots/list, as a server request or an input
+// request; notifications/message from the server; logging/setLevel sent
+// to it). f runs in the transport's reader or a caller's goroutine: it
+// must not block.
+var DeprecatedUse func(f func(feature, method string)) any

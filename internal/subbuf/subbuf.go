@@ -163,6 +163,13 @@ func (b *Buffer[E]) Push(ev E) bool {
 	return true
 }
 
+// Ended reports whether the stream has ended, from either side.
+func (b *Buffer[E]) Ended() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ended
+}
+
 // Finish ends the stream from the transport's side: err nil is a clean end
 // (io.EOF for the consumer), anything else is the error Next returns once
 // the buffered events are consumed. Finishing an ended stream does
