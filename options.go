@@ -50,6 +50,8 @@ type config struct {
 	urlElicit        Handler
 	onElicitComplete func(elicitationID string)
 	cache            cacheConfig
+	extensions       map[string]json.RawMessage // WithExtension
+	err              error                      // the first invalid option
 }
 
 func newConfig(opts []Option) *config {
