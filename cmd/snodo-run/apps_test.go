@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/internal/fakeserver"
+)
+
+func init() { scenarios["app"] = appServer }
+
+// appHTML is the HTML of appServer's app.
+const appHTML = "<!DOCTYPE html><html><body><p>sunny</p></body></html>\n"
+
+// appServer is a Go SDK server that serves an MCP Apps app, in the legacy
+// era, or the 2026-07-28 one with the argument --era=modern: weather points at ui://weather/dashboard through _meta.ui, refresh
+// is an app-only tool, evil's app URI holds terminal controls and a
+// newline, client_extensions returns the client extensions
+// the client declared, and reading the app returns contents whose URI is
+// its first argument, a JSON string (any URI, hostile ones included; the
+// app's own by default), as text or, with a second argument "blob", as a
+// blob. It declares the UI extension and a made-up com.example/x.
+func appServer(s *fakeserver.Server) {
+	contentsURI := "ui://weather/dashboard"
+	versions := []string{"2025-11-25"}
+	var args []string
+	for _, a := range s.Args {
+		switch a {
+		case "--era=modern":
+			versions = []string{"2026-07-28"}
+			continue
+		case "--era=legacy":
+			continue
+		}
+		args = append(args, a)
+	}
+	if len(args) > 0 {
+		if err := json.Unmarshal([]byte(args[0]), &contentsURI); err != nil {
+			panic(err)
+		}
+	}
+	blob := len(args) > 1 && args[1] == "blob"
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}}
+	caps.AddExtension(snodo.UIExtensionID, map[string]any{})
+	caps.AddExtension("com.example/x", map[string]any{"server": true})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "app", Version: "1"}, &mcp.ServerOptions{Capabilities: caps, SupportedProtocolVersions: versions})
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	srv.AddTool(&mcp.Tool{Name: "weather", Description: "The weather, with a dashboard",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
+		Meta:        mcp.Meta{"ui": map[string]any{"resourceUri": "ui://weather/dashboard", "visibility": []string{"model", "app"}}},
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("sunny"), nil })
+	srv.AddTool(&mcp.Tool{Name: "refresh", InputSchema: map[string]any{"type": "object"},
+		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://weather/dashboard", "visibility": []string{"app"}}},
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("refreshed"), nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "evil", InputSchema: map[string]any{"type": "object"},
+		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://x/\x1b[2J\u202e\nforged: line"}},
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("evil"), nil })
+	srv.AddTool(&mcp.Tool{Name: "client_extensions", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, _ := json.Marshal(req.ClientCapabilities().Extensions)
+			return text(string(b)), nil
+		})
+	uiMeta := mcp.Meta{"ui": map[string]any{"csp": map[string]any{"connectDomains": []string{"https://api.example.com"}}, "prefersBorder": true}}
+	srv.AddResource(&mcp.Resource{URI: "ui://weather/dashboard", Name: "dashboard", MIMEType: snodo.UIMIMEType, Meta: uiMeta},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			c := &mcp.ResourceContents{URI: contentsURI, MIMEType: snodo.UIMIMEType, Meta: uiMeta}
+			if blob {
+				c.Blob = []byte(appHTML)
+			} else {
+				c.Text = appHTML
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+		})
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// appCmd is the command line that runs appServer behind snodo-run; server
+// arguments go after --.
+func appCmd(args []string, serverArgs ...string) []string {
+	return append(append(append([]string{"--env", fakeserver.ScenarioEnv + "=app"}, args...), "--", fakeserver.Executable()), serverArgs...)
+}
+
+// tools list shows each tool's app (ui: URI, "app only" when the model may
+// not call it) in text, and keeps _meta whole in JSON.
+func TestToolsListShowsAppsUI(t *testing.T) {
+	for _, era := range []string{"--era=legacy", "--era=modern"} {
+		testToolsListShowsAppsUI(t, era)
+	}
+}
+
+func testToolsListShowsAppsUI(t *testing.T, era string) {
+	r := ok(t, cli(t, appCmd([]string{"tools", "list", "-o", "text"}, era)...))
+	contains(t, "text output", r.stdout,
+		"weather(city?: string)\n    The weather, with a dashboard\n    ui: ui://weather/dashboard\n",
+		"refresh()\n    ui: ui://weather/dashboard (app only)\n")
+	if strings.Contains(r.stdout, "client_extensions()\n    ui:") {
+		t.Errorf("a tool without an app shows one:\n%s", r.stdout)
+	}
+	// The server's URI reaches the terminal escaped, on its line.
+	contains(t, "text output", r.stdout, "evil()\n    ui: ui://x/\\x1b[2J\\u202e forged: line\n")
+	if strings.ContainsAny(r.stdout, "\x1b\u202e") || strings.Contains(r.stdout, "\nforged") {
+		t.Errorf("a control character of the app URI reached the terminal:\n%q", r.stdout)
+	}
+
+	r = ok(t, cli(t, appCmd([]string{"tools", "list"}, era)...))
+	var out struct {
+		Tools []struct {
+			Name string          `json:"name"`
+			Meta json.RawMessage `json:"_meta"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tl := range out.Tools {
+		got[tl.Name] = string(tl.Meta)
+	}
+	if got["weather"] != `{"ui":{"resourceUri":"ui://weather/dashboard","visibility":["model","app"]}}` ||
+		got["refresh"] != `{"ui":{"resourceUri":"ui://weather/dashboard","visibility":["app"]}}` {
+		t.Errorf("_meta in JSON output: %v", got)
+	}
+}
+
+// The UI extension is declared only with --mcp-apps (or mcp_apps: true in
+// the config, SNODO_MCP_APPS), with the MIME type of HTML apps.
+func TestUIFlagDeclaresAppsExtension(t *testing.T) {
+	for _, era := range []string{"--era=legacy", "--era=modern"} {
+		call := []string{"tools", "call", "client_extensions", "-o", "text"}
+		r := ok(t, cli(t, appCmd(call, era)...))
+		if strings.Contains(r.stdout, "io.modelcontextprotocol/ui") {
+			t.Errorf("%s: declared without --mcp-apps: %s", era, r.stdout)
+		}
+		want := `"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}`
+		r = ok(t, cli(t, appCmd(append([]string{"--mcp-apps"}, call...), era)...))
+		contains(t, era+" with --mcp-apps", r.stdout, want)
+		r = ok(t, cliWith(t, runOpts{env: []string{"SNODO_MCP_APPS=true"}}, appCmd(call, era)...))
+		contains(t, era+" with SNODO_MCP_APPS", r.stdout, want)
+	}
+}
+
+// appName is the name of a saved app: app, the URI's last segment reduced
+// to [a-z0-9_-], a number, .html.
+var appName = regexp.MustCompile(`^app(-[a-z0-9_-]{1,40})?-[0-9]+\.html$`)
+
+// resources read --save writes an app's HTML (text or blob) to a new file
+// in DIR, named from its URI, and prints the path instead of the HTML; a
+// file is never replaced, and a symlink in DIR never followed.
+func TestResourcesReadSavesApp(t *testing.T) {
+	for _, blob := range []string{"text", "blob"} {
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "apps")
+		outside := filepath.Join(parent, "outside.html")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// A link in DIR with the first name: never followed.
+		if err := os.Symlink(outside, filepath.Join(dir, "app-dashboard-1.html")); err != nil {
+			t.Fatal(err)
+		}
+		read := []string{"resources", "read", "ui://weather/dashboard", "--save", dir}
+		r := ok(t, cli(t, appCmd(read, `"ui://weather/dashboard"`, blob)...))
+		var res snodo.ReadResourceResult
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatal(err)
+		}
+		c := res.Contents[0]
+		want := filepath.Join(dir, "app-dashboard-2.html")
+		if savedPath(c.Extra) != want || c.Text != nil || c.Blob != "" {
+			t.Errorf("%s: contents %+v, want saved to %s without the HTML", blob, c, want)
+		}
+		if !strings.Contains(string(c.Meta), `"prefersBorder":true`) {
+			t.Errorf("%s: _meta lost: %s", blob, c.Meta)
+		}
+		if b, err := os.ReadFile(want); err != nil || string(b) != appHTML {
+			t.Errorf("%s: %s holds %q (%v)", blob, want, b, err)
+		}
+		if _, err := os.Lstat(outside); err == nil {
+			t.Errorf("%s: the symlink was followed", blob)
+		}
+		// Again: a new file, the first one kept.
+		if err := os.WriteFile(want, []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r = ok(t, cli(t, appCmd(append(read, "-o", "text"), `"ui://weather/dashboard"`, blob)...))
+		contains(t, "text output", r.stdout, "--- ui://weather/dashboard [text/html;profile=mcp-app, saved to "+filepath.Join(dir, "app-dashboard-3.html")+"]")
+		if b, _ := os.ReadFile(want); string(b) != "mine" {
+			t.Errorf("%s: an existing file was replaced", blob)
+		}
+	}
+}
+
+// The server picks the URI of what it returns: whatever it is, the app is
+// saved to a new file directly in DIR with a name of snodo-run's own, and
+// nothing is written anywhere else.
+func TestResourcesReadSaveHostileAppURIs(t *testing.T) {
+	for _, uri := range []string{
+		"ui://../../x",
+		"ui://a/%2e%2e/b",
+		"ui://a/%2e%2e%2f%2e%2e%2fx",
+		"ui://" + strings.Repeat("../", 5000) + "etc/passwd",
+		"ui://" + strings.Repeat("a", 10000),
+		"ui://a\x00/../../x\x00.html",
+		"ui://",
+		"ui://..",
+		"ui://a/.hidden",
+		"ui:///etc/passwd",
+		`ui://C:\Windows\..\x`,
+		"ui://a/b?x=../../y#/../../z",
+		"ui://a/\u202e\u200blmth.exe",
+		"ui://a/NUL",
+		"/tmp/x",
+		"",
+	} {
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "apps")
+		arg, _ := json.Marshal(uri)
+		r := cli(t, appCmd([]string{"resources", "read", "ui://weather/dashboard", "--save", dir}, string(arg))...)
+		short := uri
+		if len(short) > 60 {
+			short = short[:60] + "…"
+		}
+		if r.code != 0 {
+			t.Errorf("URI %q: exit %d\n%s", short, r.code, r.stderr)
+			continue
+		}
+		if entries, _ := os.ReadDir(parent); len(entries) != 1 || entries[0].Name() != "apps" {
+			t.Errorf("URI %q: %v beside DIR", short, entries)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 || !entries[0].Type().IsRegular() || !appName.MatchString(entries[0].Name()) {
+			t.Errorf("URI %q: DIR holds %v, want one app-….html file", short, entries)
+			continue
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, entries[0].Name())); string(b) != appHTML {
+			t.Errorf("URI %q: file holds %q", short, b)
+		}
+	}
+}
