@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -246,6 +248,92 @@ func TestResourcesReadSaveHostileAppURIs(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(filepath.Join(dir, entries[0].Name())); string(b) != appHTML {
 			t.Errorf("URI %q: file holds %q", short, b)
+		}
+	}
+}
+
+// The proxy passes through the extensions it does not know, in every
+// combination of eras: the host's client extensions (MCP Apps' and a
+// made-up one) reach the server — in the initialize the proxy sends a
+// legacy server, in each request's client capabilities to a 2026-07-28
+// one — and the server's reach the host, in the initialize result or the
+// server/discover result; the tasks extension, which the client handles
+// itself, is not passed. _meta on results (tools, app contents) passes
+// unchanged.
+func TestProxyPassesUnknownExtensionsThrough(t *testing.T) {
+	for _, hostEra := range []string{"legacy", "modern"} {
+		for _, serverEra := range []string{"legacy", "modern"} {
+			t.Run("host "+hostEra+" server "+serverEra, func(t *testing.T) {
+				mark := newMark()
+				cmd := exec.Command(binary, "proxy", "--", fakeserver.Executable(), "--era="+serverEra)
+				cmd.Dir = t.TempDir()
+				cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+mark,
+					fakeserver.ScenarioEnv+"=app")
+				caps := &mcp.ClientCapabilities{}
+				caps.AddExtension(snodo.UIExtensionID, map[string]any{"mimeTypes": []string{snodo.UIMIMEType}})
+				caps.AddExtension("com.example/x", map[string]any{"a": 1})
+				caps.AddExtension("io.modelcontextprotocol/tasks", map[string]any{})
+				client := mcp.NewClient(&mcp.Implementation{Name: "apps-host", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				var opts *mcp.ClientSessionOptions
+				if v := hostEras[hostEra]; v != "" {
+					opts = &mcp.ClientSessionOptions{ProtocolVersion: v}
+				}
+				s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					_ = s.Close()
+					assertNoneLeft(t, mark)
+				}()
+
+				// The server's extensions, in the host's handshake.
+				got, _ := json.Marshal(s.InitializeResult().Capabilities.Extensions)
+				if want := `{"com.example/x":{"server":true},"io.modelcontextprotocol/ui":{}}`; string(got) != want {
+					t.Errorf("server extensions at the host: %s, want %s", got, want)
+				}
+
+				// The host's, at the server.
+				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "client_extensions"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var received map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(resultText(res)), &received); err != nil {
+					t.Fatalf("client_extensions: %v in %q", err, resultText(res))
+				}
+				if string(received[snodo.UIExtensionID]) != `{"mimeTypes":["text/html;profile=mcp-app"]}` || string(received["com.example/x"]) != `{"a":1}` {
+					t.Errorf("the server received %s", resultText(res))
+				}
+				if _, ok := received["io.modelcontextprotocol/tasks"]; ok {
+					t.Errorf("the host's tasks extension reached the server: %s", resultText(res))
+				}
+
+				// _meta on results, unchanged.
+				tools, err := s.ListTools(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tl := range tools.Tools {
+					if tl.Name == "weather" {
+						m, _ := json.Marshal(tl.Meta)
+						if string(m) != `{"ui":{"resourceUri":"ui://weather/dashboard","visibility":["model","app"]}}` {
+							t.Errorf("weather's _meta at the host: %s", m)
+						}
+					}
+				}
+				read, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: "ui://weather/dashboard"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := read.Contents[0]
+				m, _ := json.Marshal(c.Meta)
+				if c.Text != appHTML || c.MIMEType != snodo.UIMIMEType || string(m) != `{"ui":{"csp":{"connectDomains":["https://api.example.com"]},"prefersBorder":true}}` {
+					t.Errorf("app contents at the host: %+v, _meta %s", c, m)
+				}
+			})
 		}
 	}
 }
