@@ -83,7 +83,7 @@ func appServer(s *fakeserver.Server) {
 			} else {
 				c.Text = appHTML
 			}
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}, Meta: mcp.Meta{"com.example/r": map[string]any{"v": 1}}}, nil
 		})
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
@@ -327,6 +327,9 @@ func TestProxyPassesUnknownExtensionsThrough(t *testing.T) {
 				read, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: "ui://weather/dashboard"})
 				if err != nil {
 					t.Fatal(err)
+				}
+				if v, _ := json.Marshal(read.Meta["com.example/r"]); string(v) != `{"v":1}` {
+					t.Errorf("the read result's _meta at the host: %v", read.Meta)
 				}
 				c := read.Contents[0]
 				m, _ := json.Marshal(c.Meta)
