@@ -85,23 +85,29 @@ func appFileKind(uri string) string {
 	}
 	var b strings.Builder
 	dash := false
-	for i := 0; i < len(rest) && b.Len() < maxAppStem; i++ {
+	for i := 0; i < len(rest); i++ {
 		c := rest[i]
 		switch {
 		case c >= 'A' && c <= 'Z':
 			c += 'a' - 'A'
-			fallthrough
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_':
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteByte(c)
 		default:
 			dash = true
+			continue
 		}
+		if dash && b.Len() > 0 {
+			if b.Len()+2 > maxAppStem {
+				break
+			}
+			b.WriteByte('-')
+		}
+		dash = false
+		if b.Len()+1 > maxAppStem {
+			break
+		}
+		b.WriteByte(c)
 	}
-	stem := strings.TrimRight(b.String(), "-")
+	stem := b.String()
 	if stem == "" {
 		return "app"
 	}

@@ -29,7 +29,8 @@ const appHTML = "<!DOCTYPE html><html><body><p>sunny</p></body></html>\n"
 // the client declared, and reading the app returns contents whose URI is
 // its first argument, a JSON string (any URI, hostile ones included; the
 // app's own by default), as text or, with a second argument "blob", as a
-// blob. It declares the UI extension and a made-up com.example/x.
+// blob (of MIME type M with "blob:M"). It declares the UI extension and a
+// made-up com.example/x.
 func appServer(s *fakeserver.Server) {
 	contentsURI := "ui://weather/dashboard"
 	versions := []string{"2025-11-25"}
@@ -49,7 +50,11 @@ func appServer(s *fakeserver.Server) {
 			panic(err)
 		}
 	}
-	blob := len(args) > 1 && args[1] == "blob"
+	blob := len(args) > 1 && strings.HasPrefix(args[1], "blob")
+	blobType := snodo.UIMIMEType
+	if len(args) > 1 && strings.HasPrefix(args[1], "blob:") {
+		blobType = strings.TrimPrefix(args[1], "blob:")
+	}
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}}
 	caps.AddExtension(snodo.UIExtensionID, map[string]any{})
 	caps.AddExtension("com.example/x", map[string]any{"server": true})
@@ -79,7 +84,7 @@ func appServer(s *fakeserver.Server) {
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			c := &mcp.ResourceContents{URI: contentsURI, MIMEType: snodo.UIMIMEType, Meta: uiMeta}
 			if blob {
-				c.Blob = []byte(appHTML)
+				c.Blob, c.MIMEType = []byte(appHTML), blobType
 			} else {
 				c.Text = appHTML
 			}
@@ -337,6 +342,50 @@ func TestProxyPassesUnknownExtensionsThrough(t *testing.T) {
 					t.Errorf("app contents at the host: %+v, _meta %s", c, m)
 				}
 			})
+		}
+	}
+}
+
+// appFileKind keeps only [a-z0-9_-] of the URI's last segment, at most 40
+// of them, never a dash at either end.
+func TestAppFileKind(t *testing.T) {
+	for uri, want := range map[string]string{
+		"ui://weather/dashboard":            "app-dashboard",
+		"ui://Weather/Dash.Board_2":         "app-dash-board_2",
+		"ui://../../x":                      "app-x",
+		"ui://a/%2e%2e/b":                   "app-b",
+		"ui://a/%2e%2e":                     "app-2e-2e",
+		"ui://a/b/":                         "app-b",
+		"ui://a/b?x=../../y#/../../z":       "app-b",
+		"ui://":                             "app",
+		"ui://..":                           "app",
+		"ui://a/.hidden":                    "app-hidden",
+		"ui://a\x00/../../x\x00.html":       "app-x-html",
+		`ui://C:\Windows\..\x`:              "app-c-windows-x",
+		"ui://a/\u202e\u200blmth.exe":       "app-lmth-exe",
+		"":                                  "app",
+		"ui://" + strings.Repeat("a.", 100): "app-a-a-a-a-a-a-a-a-a-a-a-a-a-a-a-a-a-a-a-a",
+		"ui://" + strings.Repeat("b", 100):  "app-" + strings.Repeat("b", 40),
+	} {
+		got := appFileKind(uri)
+		if got != want {
+			t.Errorf("appFileKind(%q) = %q, want %q", uri, got, want)
+		}
+		if !appName.MatchString(got + "-1.html") {
+			t.Errorf("appFileKind(%q) = %q, not a saved app's name", uri, got)
+		}
+	}
+}
+
+// A ui:// app is saved as .html whatever MIME type the server gives its
+// blob: the server cannot pick an executable extension.
+func TestResourcesReadSavesAppBlobAsHTML(t *testing.T) {
+	for _, mt := range []string{"application/x-msdownload", "application/x-sh", "application/octet-stream", ""} {
+		dir := t.TempDir()
+		ok(t, cli(t, appCmd([]string{"resources", "read", "ui://weather/dashboard", "--save", dir}, `"ui://weather/dashboard"`, "blob:"+mt)...))
+		if b, err := os.ReadFile(filepath.Join(dir, "app-dashboard-1.html")); err != nil || string(b) != appHTML {
+			entries, _ := os.ReadDir(dir)
+			t.Errorf("blob of type %q: DIR holds %v, want app-dashboard-1.html", mt, entries)
 		}
 	}
 }

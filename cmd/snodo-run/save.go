@@ -124,11 +124,12 @@ func (s *saver) resource(r *snodo.ResourceContents) {
 	if r == nil {
 		return
 	}
+	mimeType := r.MIMEType
 	kind := "blob"
 	if isUIResource(r) {
 		// An MCP Apps app: its HTML, text or blob, goes to a file of its
-		// own, app-STEM-N.html.
-		kind = appFileKind(r.URI)
+		// own, app-STEM-N.html, whatever MIME type the server gives.
+		kind, mimeType = appFileKind(r.URI), "text/html"
 		if r.Text != nil {
 			if path, ok := s.write(kind, ".html", []byte(*r.Text)); ok {
 				r.Text = nil
@@ -140,7 +141,7 @@ func (s *saver) resource(r *snodo.ResourceContents) {
 	if r.Text != nil || r.Blob == "" {
 		return
 	}
-	if path, ok := s.save(kind, r.MIMEType, r.Blob); ok {
+	if path, ok := s.save(kind, mimeType, r.Blob); ok {
 		r.Blob = ""
 		r.Extra = withSaved(r.Extra, path)
 	}
