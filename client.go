@@ -90,6 +90,9 @@ type Client struct {
 // Compatibility" and basic/versioning.mdx.
 func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
 	cfg := newConfig(opts)
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
 	if cfg.maxRounds <= 0 {
 		cfg.maxRounds = defaultMaxRounds
 	}

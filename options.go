@@ -52,8 +52,10 @@ type config struct {
 	onElicitComplete func(elicitationID string)
 	cache            cacheConfig
 
-	keepalive        time.Duration // WithKeepalive; 0: no pings
-	keepaliveTimeout time.Duration // wait for a ping's answer; 0: keepalive
+	keepalive        time.Duration              // WithKeepalive; 0: no pings
+	keepaliveTimeout time.Duration              // wait for a ping's answer; 0: keepalive
+	extensions       map[string]json.RawMessage // WithExtension
+	err              error                      // the first invalid option
 }
 
 func newConfig(opts []Option) *config {

@@ -47,8 +47,10 @@ func mustMarshal(v any) []byte {
 
 // clientCapabilities returns the capabilities the handlers can answer, for
 // version: elicitation (in the configured modes, where the version has
-// them), sampling and roots. Nothing is advertised without a handler.
-func (c *config) clientCapabilities(version string) json.RawMessage {
+// them), sampling and roots. Nothing is advertised without a handler. The
+// extensions of WithExtension, and the extra extension members, are
+// declared in every version.
+func (c *config) clientCapabilities(version string, extra ...string) json.RawMessage {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	member := func(name, value string) {
@@ -85,6 +87,12 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 		} else {
 			member("sampling", "{}")
 		}
+	}
+	if ext := c.extensionsMember(extra...); ext != "" {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(ext)
 	}
 	b.WriteByte('}')
 	return b.Bytes()

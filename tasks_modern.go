@@ -56,13 +56,7 @@ func isTaskResult(result json.RawMessage) bool {
 func (c *Client) tasksDialect() dialect {
 	c.tasks.dialectOnce.Do(func() {
 		v := c.dialect.ProtocolVersion()
-		caps := c.cfg.clientCapabilities(v)
-		ext := `"extensions":{"` + tasksExtensionID + `":{}}`
-		if body := objectBody(caps); len(body) > 0 {
-			caps = json.RawMessage("{" + string(body) + "," + ext + "}")
-		} else {
-			caps = json.RawMessage("{" + ext + "}")
-		}
+		caps := c.cfg.clientCapabilities(v, `"`+tasksExtensionID+`":{}`)
 		c.tasks.dialect = newModernDialect(v, c.cfg.clientInfo, caps)
 	})
 	return c.tasks.dialect

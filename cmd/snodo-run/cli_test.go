@@ -226,22 +226,29 @@ func TestCtrlCEndsListenWithSuccess(t *testing.T) {
 }
 
 // So it is for proxy, whose host keeps its stdin open: SIGINT or SIGTERM
-// ends it with 0, as README's exit-code table says.
+// ends it with 0, as README's exit-code table says, once connected and
+// while it waits for the host's first message.
 func TestSignalEndsProxyWithSuccess(t *testing.T) {
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}` + "\n"
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
-			sent := false
-			r := cliWith(t, runOpts{holdStdin: true, interrupt: func(p *os.Process, line string) {
-				if !sent && strings.Contains(line, "connected") {
-					sent = true
-					_ = p.Signal(sig)
+		for _, tc := range []struct{ name, stdin, when string }{
+			{"connected", initialize, "connected"},
+			{"waiting for the host", "", "waiting for the host"},
+		} {
+			t.Run(sig.String()+" "+tc.name, func(t *testing.T) {
+				sent := false
+				r := cliWith(t, runOpts{stdin: tc.stdin, holdStdin: true, interrupt: func(p *os.Process, line string) {
+					if !sent && strings.Contains(line, tc.when) {
+						sent = true
+						_ = p.Signal(sig)
+					}
+				}}, "--verbose", "proxy", "--", demo)
+				ok(t, r)
+				if !sent {
+					t.Errorf("no signal sent; stderr:\n%s", r.stderr)
 				}
-			}}, "--verbose", "proxy", "--", demo)
-			ok(t, r)
-			if !sent {
-				t.Errorf("no signal sent; stderr:\n%s", r.stderr)
-			}
-		})
+			})
+		}
 	}
 }
 

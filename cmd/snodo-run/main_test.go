@@ -174,8 +174,8 @@ type runOpts struct {
 	env   []string // added to the environment
 	dir   string   // working directory; "" is a fresh empty one
 	stdin string
-	// holdStdin keeps stdin open, empty, until snodo-run exits (as a
-	// host keeps a proxy's stdin), instead of giving stdin.
+	// holdStdin keeps stdin open until snodo-run exits (as a host keeps
+	// a proxy's stdin), after stdin, if any.
 	holdStdin bool
 	// interrupt, when set, is called with the running process and its
 	// stderr lines as they come; it may send the process a signal.
@@ -211,6 +211,9 @@ func cliWith(t *testing.T, o runOpts, args ...string) result {
 		defer w.Close()
 		defer r.Close()
 		cmd.Stdin = r
+		if _, err := io.WriteString(w, o.stdin); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout

@@ -85,6 +85,13 @@ func renderText(w io.Writer, v any) error {
 			if d := oneLine(t.Description); d != "" {
 				fmt.Fprintf(w, "    %s\n", d)
 			}
+			if uri, appOnly := toolUI(t.Meta); uri != "" {
+				note := ""
+				if appOnly {
+					note = " (app only)"
+				}
+				fmt.Fprintf(w, "    ui: %s%s\n", oneLine(uri), note)
+			}
 		}
 		return nil
 	case *snodo.CallToolResult:

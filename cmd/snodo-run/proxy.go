@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,6 +43,15 @@ is answered with a JSON-RPC error (-32602), and such tools are left out of
 tools/list. --audit FILE appends one JSON line per request, including
 the server requests a --handler module answers: time, direction, method,
 tool, module, decision (allow or deny), durationMs, errorCode.
+
+Extensions the proxy does not know pass through both ways: the client
+extensions the host declares in its first message (initialize's
+capabilities.extensions, or a 2026-07-28 request's client capabilities;
+MCP Apps' io.modelcontextprotocol/ui among them) reach the server — the
+server is started and connected once that message has come, so that the
+initialize sent to a legacy server carries them — and the server's
+extensions reach the host; _meta on results passes unchanged. The tasks
+extension, which the client handles itself, is not passed.
 
 The proxy runs until its stdin ends (the host closed it), then shuts the
 server down in order. Nothing but MCP messages is written to stdout; logs
@@ -100,6 +110,22 @@ func (a *app) proxyCmd() *cobra.Command {
 			}
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
 			s.runner.WrapModule = p.AuditModule
+			// The host's extensions go in the client's own declaration:
+			// the server is connected once the host has said them.
+			a.logger.Debug("proxy waiting for the host's first message")
+			ext, err := p.HostExtensions(a.ctx)
+			if err != nil {
+				return nil // a signal is how a host stops a stdio server
+			}
+			names := make([]string, 0, len(ext))
+			for name, settings := range ext {
+				names = append(names, name)
+				s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithExtension(name, settings))
+			}
+			if len(names) > 0 {
+				slices.Sort(names)
+				a.logger.Debug("host extensions passed to the server", "extensions", names)
+			}
 			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				a.logger.Debug("proxy serving", "era", rt.Client().Era(), "version", rt.Client().ProtocolVersion(), "forwarded", forwardedMethods(native, p))
 				return p.Serve(ctx, rt.Client())

@@ -173,6 +173,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.StringArray("deny-tool", nil, "guard: tools whose name matches this `PATTERN` may not be listed or called; repeatable")
 	f.Bool("trace", false, "start a trace: every request carries a new W3C traceparent in _meta; the trace ID is printed on stderr")
 	f.String("url-elicitation", urlElicitAuto, "URL-mode elicitation: on shows the server's URL and asks on stdin whether you opened it; auto: on when stdin is a terminal; off")
+	f.Bool("mcp-apps", false, "declare the MCP Apps extension (io.modelcontextprotocol/ui, HTML apps): servers may then list tools with a ui:// app, which tools list shows and resources read --save writes to a file")
 	f.Bool("allow-trusted", false, "let modules marked trusted in the config file run without interruption (a trusted module that loops hangs snodo-run)")
 	addPIDNamespaceFlag(f)
 	_ = root.RegisterFlagCompletionFunc("transport", cobra.FixedCompletions([]string{"auto", "http", "sse"}, cobra.ShellCompDirectiveNoFileComp))
@@ -264,6 +265,9 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 		if a.ctx, err = startTrace(a.ctx, a.stderr); err != nil {
 			return err
 		}
+	}
+	if s.mcpApps {
+		s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithExtension(snodo.UIExtensionID, snodo.UIExtensionSettings))
 	}
 	// The shell reads its commands from stdin, and the proxy forwards URL
 	// elicitations to its host: neither asks here.

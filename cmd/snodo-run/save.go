@@ -36,7 +36,7 @@ func (a *app) openOutputs(cmd *cobra.Command) error {
 // saveFlag adds --save DIR to a command whose result can hold images,
 // audio or blobs.
 func (a *app) saveFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&a.saveDir, "save", "", "write each image, audio and blob of the result, decoded, to a new file in `DIR`; the output gives its path instead of the base64")
+	cmd.Flags().StringVar(&a.saveDir, "save", "", "write each image, audio and blob of the result, decoded, and each MCP Apps HTML app (ui://), to a new file in `DIR`; the output gives its path instead of the content")
 }
 
 // savedKey is the member that replaces the base64 of a saved block in the
@@ -121,10 +121,27 @@ func (s *saver) content(c *snodo.Content) {
 }
 
 func (s *saver) resource(r *snodo.ResourceContents) {
-	if r == nil || r.Text != nil || r.Blob == "" {
+	if r == nil {
 		return
 	}
-	if path, ok := s.save("blob", r.MIMEType, r.Blob); ok {
+	mimeType := r.MIMEType
+	kind := "blob"
+	if isUIResource(r) {
+		// An MCP Apps app: its HTML, text or blob, goes to a file of its
+		// own, app-STEM-N.html, whatever MIME type the server gives.
+		kind, mimeType = appFileKind(r.URI), "text/html"
+		if r.Text != nil {
+			if path, ok := s.write(kind, ".html", []byte(*r.Text)); ok {
+				r.Text = nil
+				r.Extra = withSaved(r.Extra, path)
+			}
+			return
+		}
+	}
+	if r.Text != nil || r.Blob == "" {
+		return
+	}
+	if path, ok := s.save(kind, mimeType, r.Blob); ok {
 		r.Blob = ""
 		r.Extra = withSaved(r.Extra, path)
 	}
@@ -139,10 +156,9 @@ func withSaved(extra map[string]json.RawMessage, path string) map[string]json.Ra
 }
 
 // save decodes data and writes it to a new file KIND-N.EXT in the
-// directory: N the first number whose file does not exist yet (a file is
-// never replaced, and a symlink never followed), EXT from the MIME type.
-// It reports false, and leaves the block as it is, when the data is not
-// base64 (with a warning) or when an earlier block failed.
+// directory (see write), EXT from the MIME type. It reports false, and
+// leaves the block as it is, when the data is not base64 (with a warning)
+// or when an earlier block failed.
 func (s *saver) save(kind, mimeType, data string) (string, bool) {
 	if s.err != nil || data == "" {
 		return "", false
@@ -152,7 +168,18 @@ func (s *saver) save(kind, mimeType, data string) (string, bool) {
 		s.a.logger.Warn("--save: not base64, left in the output", "kind", kind, "mimeType", mimeType, "err", err)
 		return "", false
 	}
-	ext := extensionFor(mimeType)
+	return s.write(kind, extensionFor(mimeType), b)
+}
+
+// write writes b to a new file KIND-N.EXT in the directory: N the first
+// number whose file does not exist yet (a file is never replaced, and a
+// symlink never followed; the directory is an os.Root, so no name leaves
+// it). KIND and EXT are snodo-run's own (extensionFor, appFileKind), never
+// what a server gives. It reports false when an earlier block failed.
+func (s *saver) write(kind, ext string, b []byte) (string, bool) {
+	if s.err != nil {
+		return "", false
+	}
 	for n := s.next[kind] + 1; n < s.next[kind]+100000; n++ {
 		name := kind + "-" + strconv.Itoa(n) + ext
 		f, err := s.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

@@ -59,6 +59,7 @@ const (
 	keyDenyTools         = "guard.deny"
 	keyTrace             = "trace"
 	keyURLElicitation    = "url_elicitation"
+	keyMCPApps           = "mcp_apps"
 )
 
 // keyHeaderFromFlag and keyURLFromFlag are set, never read from a file or
@@ -95,6 +96,7 @@ type settings struct {
 	deny        []string
 	configFile  string // the file read, if any
 	trace       bool   // start a trace context (--trace)
+	mcpApps     bool   // declare the MCP Apps extension (--mcp-apps)
 	urlElicit   string // auto, on or off (--url-elicitation)
 }
 
@@ -191,7 +193,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
 		keyShutdownGrace: "shutdown-grace", keyCacheDir: "cache-dir", keyAllowTools: "allow-tool", keyDenyTools: "deny-tool",
 		keyServerURL: "url", keyServerTransport: "transport", keyHeader: "header",
-		keyNoPIDNamespace: "no-pid-namespace", keyTrace: "trace", keyURLElicitation: "url-elicitation",
+		keyNoPIDNamespace: "no-pid-namespace", keyTrace: "trace", keyURLElicitation: "url-elicitation", keyMCPApps: "mcp-apps",
 	} {
 		if f := flags.Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -310,6 +312,7 @@ func resolve(v *viper.Viper, fc fileConfig, file string, serverArgv []string, al
 	}
 	s.verbose = v.GetBool(keyVerbose)
 	s.trace = v.GetBool(keyTrace)
+	s.mcpApps = v.GetBool(keyMCPApps)
 	s.urlElicit = v.GetString(keyURLElicitation)
 	switch s.urlElicit {
 	case urlElicitAuto, urlElicitOn, urlElicitOff:

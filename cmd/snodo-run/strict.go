@@ -45,7 +45,7 @@ var configSchema = fields(map[string]*schema{
 	keyMaxServerRequests: leaf, keyMaxLineBytes: leaf, keyTimeout: leaf, keyConnectTimeout: leaf, keyAuthTimeout: leaf, keyTaskTimeout: leaf, keyKeepalive: leaf,
 	keyProtocol: leaf, keyEnv: leaf, keyCd: leaf, keyOutput: leaf, keyVerbose: leaf,
 	keyServerStderr: leaf, keyShutdownGrace: leaf, keyCacheDir: leaf, keyNoPIDNamespace: leaf,
-	keyTrace: leaf, keyURLElicitation: leaf,
+	keyTrace: leaf, keyURLElicitation: leaf, keyMCPApps: leaf,
 	"guard": fields(map[string]*schema{"allow": leaf, "deny": leaf}),
 	"mcpServers": {each: fields(map[string]*schema{
 		"command": leaf, "args": leaf, "env": leaf, "cwd": leaf, "type": leaf,
@@ -266,7 +266,7 @@ var envKeys = []string{
 	keyServerName, keyServerCommand, keyServerArgs, keyServerCd, keyServerURL, keyHeader, keyHandler, keyHandlerConfig,
 	keyProgress, keySubscriber, keyMaxServerRequests, keyMaxLineBytes, keyTimeout, keyConnectTimeout, keyAuthTimeout, keyTaskTimeout, keyKeepalive,
 	keyProtocol, keyEnv, keyCd, keyOutput, keyVerbose, keyServerStderr, keyShutdownGrace,
-	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace, keyTrace, keyURLElicitation,
+	keyCacheDir, keyAllowTools, keyDenyTools, keyNoPIDNamespace, keyTrace, keyURLElicitation, keyMCPApps,
 }
 
 // checkEnv reports the SNODO_ environment variables that look like a

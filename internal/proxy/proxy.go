@@ -119,6 +119,11 @@ type Proxy struct {
 
 	wmu sync.Mutex // serializes writes to out
 
+	// lr reads the host's input; first holds its first line once
+	// HostExtensions has read it (extensions.go).
+	lr    *jsonrpc.LineReader
+	first chan firstLine
+
 	life    context.Context // ends when Serve returns
 	endLife context.CancelCauseFunc
 	ready   chan struct{} // closed once Serve has the client
@@ -210,9 +215,20 @@ func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
 
 // readLoop reads and dispatches the host's messages until EOF.
 func (p *Proxy) readLoop() error {
-	lr := jsonrpc.NewLineReader(p.in, p.cfg.MaxLineBytes)
+	if p.lr == nil {
+		p.lr = jsonrpc.NewLineReader(p.in, p.cfg.MaxLineBytes)
+	}
 	for {
-		line, err := lr.ReadLine()
+		var line []byte
+		var err error
+		if p.first != nil {
+			// The line HostExtensions read, or is reading.
+			fl := <-p.first
+			p.first = nil
+			line, err = fl.line, fl.err
+		} else {
+			line, err = p.lr.ReadLine()
+		}
 		if err != nil {
 			var tl *jsonrpc.LineTooLongError
 			if errors.As(err, &tl) {
@@ -498,8 +514,9 @@ func (p *Proxy) discover() (json.RawMessage, error) {
 }
 
 // serverCapabilities are the server's, as the proxy serves them: tools,
-// prompts, resources, logging and completions, without subscriptions
-// capabilities the proxy does not carry.
+// prompts, resources, logging and completions, and the extensions the
+// proxy passes through (extensions.go), without the capabilities the
+// proxy does not carry.
 func (p *Proxy) serverCapabilities() map[string]any {
 	c := p.client.Capabilities()
 	out := map[string]any{}
@@ -517,6 +534,9 @@ func (p *Proxy) serverCapabilities() map[string]any {
 	}
 	if len(c.Completions) > 0 {
 		out["completions"] = c.Completions
+	}
+	if ext := serverExtensions(c.Extensions); len(ext) > 0 {
+		out["extensions"] = ext
 	}
 	return out
 }

@@ -59,6 +59,7 @@ func main() {
 	httpAddr := flag.String("http", "", "serve Streamable HTTP at http://`ADDR`/mcp instead of stdio (port 0: any free one; the URL is printed on stderr)")
 	token := flag.String("token", "", "with --http, answer 401 to a request without \"Authorization: Bearer `TOKEN`\"")
 	churn := flag.Duration("churn", 0, "if set, toggle the bonus tool, prompt and resource and touch demo://counter at this interval, so that listeners see changes")
+	app := flag.Bool("app", false, "also serve an MCP Apps app: the weather tool points at the HTML resource ui://demo/weather through _meta.ui")
 	flag.Parse()
 
 	var versions []string
@@ -95,6 +96,9 @@ func main() {
 	})
 	d.server = server
 	d.register()
+	if *app {
+		d.registerApp()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -446,4 +450,34 @@ func (d *demo) churn(ctx context.Context, interval time.Duration) {
 			_, _, _ = d.touchTool(ctx, nil, noArgs{})
 		}
 	}
+}
+
+// weatherApp is the HTML of ui://demo/weather.
+const weatherApp = `<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Weather</title></head>
+<body><h1>Weather</h1><p id="sky">…</p></body></html>
+`
+
+type weatherArgs struct {
+	City string `json:"city,omitempty" jsonschema:"the city (default: here)"`
+}
+
+// registerApp adds an MCP Apps app (io.modelcontextprotocol/ui): the
+// weather tool, whose _meta.ui.resourceUri points at ui://demo/weather,
+// an HTML resource with its own _meta.ui (CSP, border).
+func (d *demo) registerApp() {
+	mcp.AddTool(d.server, &mcp.Tool{Name: "weather", Description: "Reports the weather; hosts that show MCP Apps show it in its dashboard.",
+		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://demo/weather", "visibility": []string{"model", "app"}}},
+	}, func(_ context.Context, _ *mcp.CallToolRequest, in weatherArgs) (*mcp.CallToolResult, any, error) {
+		city := in.City
+		if city == "" {
+			city = "here"
+		}
+		return text("sunny %s", city), nil, nil
+	})
+	uiMeta := mcp.Meta{"ui": map[string]any{"csp": map[string]any{"connectDomains": []string{}}, "prefersBorder": true}}
+	d.server.AddResource(&mcp.Resource{URI: "ui://demo/weather", Name: "weather-dashboard", Description: "The weather tool's dashboard (MCP Apps).",
+		MIMEType: "text/html;profile=mcp-app", Meta: uiMeta}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "ui://demo/weather", MIMEType: "text/html;profile=mcp-app", Text: weatherApp, Meta: uiMeta}}}, nil
+	})
 }
