@@ -333,3 +333,51 @@ func TestVerifyFrontmatter(t *testing.T) {
 		t.Errorf("alias expansion: %v, want the node budget's error", err)
 	}
 }
+
+// Validate refuses each way an entry can break the extension, naming it.
+func TestValidate(t *testing.T) {
+	const d = `"sha256:0000000000000000000000000000000000000000000000000000000000000000"`
+	md := `{"uri":"skill://a/x/SKILL.md","digest":` + d + `,"size":1}`
+	entry := func(uri, fm, res string) string {
+		return `{"uri":"` + uri + `","frontmatter":` + fm + `,"resources":` + res + `}`
+	}
+	fm := `{"name":"x","description":"d"}`
+	good := entry("skill://a/x/SKILL.md", fm, `[`+md+`,{"uri":"skill://a/x/r/y.md","digest":`+d+`,"size":2}]`)
+	var s skills.Skill
+	if err := json.Unmarshal([]byte(good), &s); err != nil || s.Validate() != nil {
+		t.Fatalf("a good entry: %v, %v", err, s.Validate())
+	}
+	for name, tc := range map[string]struct{ entry, says string }{
+		"listed twice":       {entry("skill://a/x/SKILL.md", fm, `[`+md+`,`+md+`]`), "listed twice"},
+		"no SKILL.md":        {entry("skill://a/x/SKILL.md", fm, `[{"uri":"skill://a/x/y.md","digest":`+d+`,"size":1}]`), "does not include its SKILL.md"},
+		"empty segment":      {entry("skill://a/x/SKILL.md", fm, `[`+md+`,{"uri":"skill://a/x//y","digest":`+d+`,"size":1}]`), "not inside"},
+		"dot segment":        {entry("skill://a/x/SKILL.md", fm, `[`+md+`,{"uri":"skill://a/x/./y","digest":`+d+`,"size":1}]`), "not inside"},
+		"other skill":        {entry("skill://a/x/SKILL.md", fm, `[`+md+`,{"uri":"skill://a/xy/z","digest":`+d+`,"size":1}]`), "not inside"},
+		"negative size":      {entry("skill://a/x/SKILL.md", fm, `[{"uri":"skill://a/x/SKILL.md","digest":`+d+`,"size":-1}]`), "negative"},
+		"uppercase digest":   {entry("skill://a/x/SKILL.md", fm, `[{"uri":"skill://a/x/SKILL.md","digest":"sha256:`+strings.Repeat("A", 64)+`","size":1}]`), "64 lowercase hex"},
+		"not SKILL.md":       {entry("skill://a/x/README.md", fm, `"dynamic"`), "must be the skill's SKILL.md"},
+		"no description":     {entry("skill://a/x/SKILL.md", `{"name":"x"}`, `"dynamic"`), "no description"},
+		"name not a string":  {entry("skill://a/x/SKILL.md", `{"name":7,"description":"d"}`, `"dynamic"`), "missing, or not a string"},
+		"double hyphen":      {entry("skill://a/x--y/SKILL.md", `{"name":"x--y","description":"d"}`, `"dynamic"`), "single hyphens"},
+		"uppercase name":     {entry("skill://a/X/SKILL.md", `{"name":"X","description":"d"}`, `"dynamic"`), "lowercase letters"},
+		"long name":          {entry("skill://a/"+strings.Repeat("x", 65)+"/SKILL.md", `{"name":"`+strings.Repeat("x", 65)+`","description":"d"}`, `"dynamic"`), "more than 64"},
+		"frontmatter string": {entry("skill://a/x/SKILL.md", `"x"`, `"dynamic"`), "frontmatter must be a JSON object"},
+		"relative uri":       {entry("a/x/SKILL.md", fm, `"dynamic"`), "not an absolute URI"},
+		"uri with a control": {entry("skill://a/x\\u001b/SKILL.md", fm, `"dynamic"`), `\x1b`},
+	} {
+		var s skills.Skill
+		err := json.Unmarshal([]byte(tc.entry), &s)
+		if err == nil {
+			err = s.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, tc.says)
+		}
+	}
+	for _, res := range []string{`null`, `7`, `"static"`, `{}`} {
+		var s skills.Skill
+		if err := json.Unmarshal([]byte(entry("skill://a/x/SKILL.md", fm, res)), &s); err == nil {
+			t.Errorf("resources %s decoded", res)
+		}
+	}
+}
