@@ -36,11 +36,18 @@ func TestMain(m *testing.M) {
 // the connection is closed when the test ends.
 func connect(t *testing.T, args ...string) *snodo.Client {
 	t.Helper()
+	return connectWith(t, 0, args...)
+}
+
+// connectWith is connect with the longest line accepted from the server
+// (0: the default, 16 MiB).
+func connectWith(t *testing.T, maxLine int, args ...string) *snodo.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// The process lives as long as the connection, not as ctx.
 	conn, err := stdio.Connect(context.Background(), stdio.Config{Command: fakeserver.Executable(), Args: args,
-		Env: []stdio.EnvVar{{Name: fakeserver.ScenarioEnv, Value: "skills"}}})
+		Env: []stdio.EnvVar{{Name: fakeserver.ScenarioEnv, Value: "skills"}}, MaxLineBytes: maxLine})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,8 +290,20 @@ func TestHostileAnswers(t *testing.T) {
 			}
 		})
 	}
+	t.Run("dynamic-huge", func(t *testing.T) {
+		// A line limit above the content, so that the read itself is refused.
+		c := connectWith(t, 32<<20, "hostile=dynamic-huge")
+		res, err := skills.Get(ctx, c, "skill://reports/daily/SKILL.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		content, err := skills.ReadFile(ctx, c, res.Skill, res.Skill.URI)
+		if !errors.Is(err, skills.ErrOverLimit) || content != nil || !strings.Contains(err.Error(), "limit of 16777216") {
+			t.Errorf("a dynamic file over 16 MiB: %v (content %v), want ErrOverLimit", err, content != nil)
+		}
+	})
 	for _, k := range skillserver.Hostile {
-		if k == "control-text" {
+		if k == "control-text" || k == "dynamic-huge" {
 			continue // valid: escaped where it is shown (cmd/snodo-run)
 		}
 		found := false

@@ -40,6 +40,7 @@ var Hostile = []string{
 	"substitute",    // skills/get: the entry of another skill
 	"cursor-loop",   // skills/list: the same cursor again and again
 	"not-json",      // skills/list: a result that is a string
+	"dynamic-huge",  // resources/read: the dynamic skill's SKILL.md is 16 MiB + 1 byte
 }
 
 // HostileText is what control-text puts in a description: an ESC
@@ -255,8 +256,11 @@ func answer(cfg config, skills []*skill, r *jsonrpc.Request) (any, *jsonrpc.Erro
 		for _, k := range skills {
 			if p.URI == k.uri() {
 				text := k.md()
-				if cfg.hostile == "tampered" {
+				switch {
+				case cfg.hostile == "tampered":
 					text = strings.Replace(text, "#", "!", 1)
+				case cfg.hostile == "dynamic-huge" && k.dynamic:
+					text += strings.Repeat("x", 16<<20+1-len(text))
 				}
 				return complete(map[string]any{"contents": []any{map[string]any{"uri": p.URI, "mimeType": "text/markdown", "text": text}}}), nil
 			}
