@@ -148,16 +148,22 @@ func List(ctx context.Context, c *snodo.Client, cursor string, opts ...snodo.Cal
 }
 
 // All iterates over every page of the server's skills. A cursor the
-// server returns twice ends it with an error. The listing may be partial:
-// a skill it does not hold may still be served (Get).
+// server returns twice, or a listing past MaxListed skills, ends it with
+// an error. The listing may be partial: a skill it does not hold may still
+// be served (Get).
 func All(ctx context.Context, c *snodo.Client, opts ...snodo.CallOption) iter.Seq2[*Skill, error] {
 	return func(yield func(*Skill, error) bool) {
 		cursor := ""
 		seen := map[string]bool{}
+		listed := 0
 		for {
 			res, err := List(ctx, c, cursor, opts...)
 			if err != nil {
 				yield(nil, err)
+				return
+			}
+			if listed += len(res.Skills); listed > MaxListed {
+				yield(nil, failure(ErrOverLimit, "the server's %s goes on past %d skills (%d pages); name the skill you want instead (Get, Resolve)", MethodList, MaxListed, len(seen)+1))
 				return
 			}
 			for _, s := range res.Skills {

@@ -56,6 +56,11 @@ const (
 	MaxTotalSize = 16 << 20
 )
 
+// MaxListed is the most skills All goes through: a listing whose pages go
+// on past it (a server that returns a new cursor forever) ends with an
+// ErrOverLimit error.
+const MaxListed = 10000
+
 // Dynamic is the value of an entry's resources for a skill whose content
 // is generated, so that no digests can be published.
 const Dynamic = "dynamic"

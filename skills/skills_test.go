@@ -250,6 +250,7 @@ func TestHostileAnswers(t *testing.T) {
 		{kind: "name-mismatch", want: skills.ErrInvalid, words: []string{`ends in "git-flow"`, `"git-workflow"`}},
 		{kind: "control-name", want: skills.ErrInvalid, words: []string{`\x1b`, `\u202e`, "lowercase letters"}},
 		{kind: "cursor-loop", want: skills.ErrInvalid, words: []string{"cursor", "twice"}},
+		{kind: "endless", want: skills.ErrOverLimit, words: []string{"past 10000 skills", "5001 pages"}},
 		{kind: "not-json", want: skills.ErrInvalid, words: []string{"invalid skills/list result"}, era: "legacy"},
 		{kind: "tampered", want: skills.ErrVerification, words: []string{"digest", "skills get skill://git-workflow/SKILL.md"}, read: true},
 		{kind: "frontmatter", want: skills.ErrVerification, words: []string{`"allowed-tools"`, "its entry does not"}, read: true},

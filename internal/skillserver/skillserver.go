@@ -41,6 +41,7 @@ var Hostile = []string{
 	"cursor-loop",   // skills/list: the same cursor again and again
 	"not-json",      // skills/list: a result that is a string
 	"dynamic-huge",  // resources/read: the dynamic skill's SKILL.md is 16 MiB + 1 byte
+	"endless",       // skills/list: a new cursor on every page, without end
 }
 
 // HostileText is what control-text puts in a description: an ESC
@@ -314,6 +315,11 @@ func list(cfg config, skills []*skill, cursor string, complete func(map[string]a
 		bad["frontmatter"] = map[string]any{"name": "git\x1b[2J\u202eworkflow", "description": "x"}
 	case "control-text":
 		bad["frontmatter"] = map[string]any{"name": "git-workflow", "description": HostileText}
+	}
+	if cfg.hostile == "endless" {
+		n := 0
+		fmt.Sscanf(cursor, "endless-%d", &n)
+		return complete(map[string]any{"skills": entries[:2], "nextCursor": fmt.Sprintf("endless-%d", n+1)}), nil
 	}
 	start := 0
 	if cursor != "" {
