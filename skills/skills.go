@@ -83,9 +83,9 @@ var (
 	// entry, a missing member, a wrong type).
 	ErrInvalid = errors.New("invalid skills answer")
 	// ErrOverLimit: a skill lists more than MaxResources files or
-	// MaxTotalSize bytes, or a dynamic skill's file is larger than
-	// MaxTotalSize.
-	ErrOverLimit = errors.New("over the skills extension's per-skill limits")
+	// MaxTotalSize bytes, a dynamic skill's file is larger than
+	// MaxTotalSize, or a listing goes on past MaxListed skills.
+	ErrOverLimit = errors.New("over a limit of the skills client")
 	// ErrVerification: a file read does not match the skill's entry (not
 	// listed, another size or digest, a SKILL.md whose frontmatter is not
 	// the entry's); its content is not used.
