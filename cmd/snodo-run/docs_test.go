@@ -32,8 +32,9 @@ var notRunRe = regexp.MustCompile(`^<!--\s*not run:\s*(.+?)\s*-->$`)
 // and the Go example modules; the committed modules are used as they are),
 // so they are recognised, not run.
 var setupSteps = map[string]string{
-	"go build -o bin/demo ./examples/servers/demo": "the demo server, built by TestMain",
-	"go build -o bin/snodo-run ./cmd/snodo-run":    "snodo-run, built by TestMain",
+	"go build -o bin/demo ./examples/servers/demo":            "the demo server, built by TestMain",
+	"go build -o bin/skills-server ./examples/servers/skills": "the example skills server, built by TestMain",
+	"go build -o bin/snodo-run ./cmd/snodo-run":               "snodo-run, built by TestMain",
 	"make examples": "the example modules: Go ones built by TestMain, the others committed",
 }
 
@@ -346,6 +347,7 @@ func docRoot(t *testing.T) docPaths {
 	}
 	link(binary, filepath.Join(p.dir, "bin", "snodo-run"))
 	link(demo, filepath.Join(p.dir, "bin", "demo"))
+	link(skillsEx, filepath.Join(p.dir, "bin", "skills-server"))
 	link(binary, filepath.Join(p.path, "snodo-run"))
 	if err := os.MkdirAll(p.home, 0o755); err != nil {
 		t.Fatal(err)

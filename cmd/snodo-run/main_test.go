@@ -27,6 +27,7 @@ import (
 var (
 	binary   string // snodo-run
 	demo     string // examples/servers/demo
+	skillsEx string // examples/servers/skills
 	cacheDir string // the Wasm compilation cache shared by the runs
 
 	elicitWasm   string // examples/handlers/go/elicit-policy
@@ -83,6 +84,7 @@ func buildAll(dir string) error {
 	}
 	binary = filepath.Join(dir, "snodo-run")
 	demo = filepath.Join(dir, "demo")
+	skillsEx = filepath.Join(dir, "skills-server")
 	cacheDir = filepath.Join(dir, "cache")
 	elicitWasm = filepath.Join(dir, "elicit-policy.wasm")
 	samplingWasm = filepath.Join(dir, "sampling-echo.wasm")
@@ -93,6 +95,7 @@ func buildAll(dir string) error {
 	}{
 		{binary, ".", false},
 		{demo, "../../examples/servers/demo", false},
+		{skillsEx, "../../examples/servers/skills", false},
 		{elicitWasm, "../../examples/handlers/go/elicit-policy", true},
 		{samplingWasm, "../../examples/handlers/go/sampling-echo", true},
 		{testkitWasm, "./testdata/testkit", true},

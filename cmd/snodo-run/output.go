@@ -197,6 +197,14 @@ func renderDiscover(w io.Writer, v discoverOutput) {
 		caps = append(caps, "logging")
 	}
 	fmt.Fprintf(w, "capabilities: %s\n", strings.Join(caps, ", "))
+	if len(v.Capabilities.Extensions) > 0 {
+		exts := make([]string, 0, len(v.Capabilities.Extensions))
+		for name := range v.Capabilities.Extensions {
+			exts = append(exts, name)
+		}
+		slices.Sort(exts)
+		fmt.Fprintf(w, "extensions: %s\n", strings.Join(exts, ", "))
+	}
 	if len(v.SupportedVersions) > 0 {
 		fmt.Fprintf(w, "supported versions: %s\n", strings.Join(v.SupportedVersions, ", "))
 	}

@@ -190,6 +190,7 @@ func (a *app) newRoot() *cobra.Command {
 		a.listenCmd(), a.callCmd(), a.handlersCmd(), a.versionCmd(),
 	)
 	root.AddCommand(a.tasksCmd())
+	root.AddCommand(a.skillsCmd())
 	root.AddCommand(a.proxyCmd())
 	root.AddCommand(a.shellCmd())
 	strictCommands(root)

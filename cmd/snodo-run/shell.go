@@ -33,6 +33,10 @@ reads commands on that one connection until exit, quit or Ctrl-D:
   complete resource URI ARG=VALUE [K=V…]
   tasks start NAME [K=V…|{JSON}]  call a tool as a task, print the task
   tasks list                      tasks get|result|cancel ID
+  skills list                     skills get NAME|PATH|URI
+  skills read NAME|PATH|URI [FILE]
+                                  a file of a skill, verified against its entry
+  skills dir NAME|PATH|URI [DIR]  a directory of a skill (directoryRead)
   request METHOD [{JSON}]         any request (the one-shot call command)
   discover, info                  the server's identity and capabilities
   listen [--tools] [--prompts] [--resources] [--resource URI]… [--count N]

@@ -16,7 +16,7 @@ import (
 )
 
 var shellCommands = []string{"help", "exit", "quit", "discover", "info", "tools", "call", "resources",
-	"prompts", "complete", "tasks", "request", "listen", "unlisten", "wait", "output"}
+	"prompts", "complete", "tasks", "skills", "request", "listen", "unlisten", "wait", "output"}
 
 // run runs one line and reports its error; it returns errExit to end the
 // session, or an error that ends it (the server's connection is gone).
@@ -129,6 +129,8 @@ func (sh *shell) exec(ctx context.Context, line string, w io.Writer) error {
 		return sh.complete(ctx, v, rest)
 	case "tasks":
 		return sh.tasks(ctx, v, rest)
+	case "skills":
+		return sh.skills(ctx, v, rest)
 	case "request":
 		return sh.request(ctx, v, rest)
 	case "listen":

@@ -255,6 +255,10 @@ func (n *names) candidates(before []string) []string {
 		default:
 			return args(n.tools, before[2], before[3:])
 		}
+	case "skills":
+		if k == 1 {
+			return []string{"list", "get", "read", "dir"}
+		}
 	case "resources":
 		switch {
 		case k == 1:
