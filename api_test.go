@@ -14,20 +14,28 @@ import (
 	"github.com/snodo/snodo/jsonrpc"
 )
 
-func connectModern(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts ...snodo.Option) (*snodo.Client, *fake) {
+// optionsOf is the one *snodo.Options a test helper was given, or nil.
+func optionsOf(opts []*snodo.Options) *snodo.Options {
+	if len(opts) == 0 {
+		return nil
+	}
+	return opts[0]
+}
+
+func connectModern(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts ...*snodo.Options) (*snodo.Client, *fake) {
 	t.Helper()
 	f := newFake(t, modernServer(next))
-	c, err := snodo.Connect(context.Background(), f, opts...)
+	c, err := snodo.Connect(context.Background(), f, optionsOf(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, f
 }
 
-func connectLegacy(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts ...snodo.Option) (*snodo.Client, *fake) {
+func connectLegacy(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts ...*snodo.Options) (*snodo.Client, *fake) {
 	t.Helper()
 	f := newFake(t, legacyServer("2025-11-25", next))
-	c, err := snodo.Connect(context.Background(), f, opts...)
+	c, err := snodo.Connect(context.Background(), f, optionsOf(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +47,7 @@ func connectLegacy(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts
 func TestModernDialectPutsMetaInEveryRequest(t *testing.T) {
 	c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"resultType":"complete","content":[]}`)
-	}, snodo.WithClientInfo(snodo.Implementation{Name: "me", Version: "9"}))
+	}, &snodo.Options{ClientInfo: snodo.Implementation{Name: "me", Version: "9"}})
 	if _, err := c.CallTool(context.Background(), "a", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -120,30 +128,32 @@ func TestModernResultType(t *testing.T) {
 func TestCapabilitiesFollowHandlers(t *testing.T) {
 	h := snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return nil, nil })
 	cases := []struct {
-		opts         []snodo.Option
+		opts         snodo.Options
 		modern       string
 		legacy       string
 		legacy0618   string
 		legacy032026 string
 	}{
-		{nil, `{}`, `{}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h)}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL)},
+		{snodo.Options{}, `{}`, `{}`, `{}`, `{}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{snodo.ElicitForm, snodo.ElicitURL}},
 			`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{}}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitURL)},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{snodo.ElicitURL}},
 			`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}}}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithElicitationModes(snodo.ElicitURL)}, `{}`, `{}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodSamplingCreate, h), snodo.WithHandler(abi.MethodRootsList, h)},
+		{snodo.Options{ElicitationModes: []string{snodo.ElicitURL}}, `{}`, `{}`, `{}`, `{}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodSamplingCreate: h, abi.MethodRootsList: h}},
 			`{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`},
 	}
 	for i, tc := range cases {
-		_, f := connectModern(t, noMore, tc.opts...)
+		_, f := connectModern(t, noMore, &tc.opts)
 		if got := string(f.sent("server/discover")[0].meta("io.modelcontextprotocol/clientCapabilities")); got != tc.modern {
 			t.Errorf("%d modern: %s, want %s", i, got, tc.modern)
 		}
 		for _, lv := range []struct{ version, want string }{{"2025-11-25", tc.legacy}, {"2025-06-18", tc.legacy0618}, {"2025-03-26", tc.legacy032026}} {
 			f := newFake(t, legacyServer(lv.version, noMore))
-			if _, err := snodo.Connect(context.Background(), f, append(tc.opts, snodo.WithProtocolVersion(lv.version))...); err != nil {
+			opts := tc.opts // the case's options, with the version
+			opts.ProtocolVersion = lv.version
+			if _, err := snodo.Connect(context.Background(), f, &opts); err != nil {
 				t.Fatal(err)
 			}
 			if got := string(f.sent("initialize")[0].param("capabilities")); got != lv.want {
@@ -375,5 +385,34 @@ func TestLegacyOnlyMethods(t *testing.T) {
 		if !errors.Is(err, snodo.ErrNotInEra) || !contains(err.Error(), "(modern era): not supported in this protocol era") || strings.Count(err.Error(), "not supported") != 1 {
 			t.Errorf("%s in modern: %v", name, err)
 		}
+	}
+}
+
+// Connect copies its Options: changing the struct, its Handlers map or its
+// ElicitationModes slice afterwards, as a caller reusing it would, changes
+// nothing of the connected client.
+func TestConnectCopiesOptions(t *testing.T) {
+	answer := func(name string) snodo.Handler {
+		return snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"action":"accept","content":{"name":"` + name + `"}}`), nil
+		})
+	}
+	opts := &snodo.Options{
+		Handlers:         map[string]snodo.Handler{abi.MethodElicitationCreate: answer("first")},
+		ElicitationModes: []string{snodo.ElicitForm},
+	}
+	_, f := connectLegacy(t, noMore, opts)
+	opts.Handlers[abi.MethodElicitationCreate] = answer("second")
+	opts.Handlers[abi.MethodRootsList] = answer("roots")
+	opts.ElicitationModes[0] = snodo.ElicitURL
+	*opts = snodo.Options{Handlers: map[string]snodo.Handler{}}
+
+	resp := f.serverRequest(context.Background(), 1, abi.MethodElicitationCreate, elicitParams)
+	if resp.Error != nil || string(resp.Result) != `{"action":"accept","content":{"name":"first"}}` {
+		t.Errorf("elicitation after the options changed: %+v", resp)
+	}
+	resp = f.serverRequest(context.Background(), 2, abi.MethodRootsList, `{}`)
+	if resp.Error == nil || resp.Error.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("roots/list, added to the options after Connect: %+v, want -32601", resp)
 	}
 }

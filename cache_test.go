@@ -66,7 +66,7 @@ func listServer(hints *atomic.Value, served *atomic.Int64) func(fc *fakeCall) *j
 	}
 }
 
-func cacheClient(t *testing.T, legacy bool, hints string, opts ...snodo.Option) (*snodo.Client, *fake, *atomic.Value, *atomic.Int64, *fakeClock) {
+func cacheClient(t *testing.T, legacy bool, hints string, opts ...*snodo.Options) (*snodo.Client, *fake, *atomic.Value, *atomic.Int64, *fakeClock) {
 	t.Helper()
 	var h atomic.Value
 	h.Store(hints)
@@ -288,12 +288,17 @@ func TestCacheLegacyEraCachesNothing(t *testing.T) {
 // WithResultCache(false) turns it off; WithResultCacheLimits bounds
 // entries and bytes, least recently used first.
 func TestCacheOffAndLimits(t *testing.T) {
-	c, _, _, served, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithResultCache(false))
+	c, _, _, served, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
+		NoResultCache: true,
+	})
 	if a, b := firstTool(t, c, ""), firstTool(t, c, ""); a == b || served.Load() != 2 {
 		t.Error("WithResultCache(false) still cached")
 	}
 
-	c, _, _, served, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithResultCacheLimits(2, 1<<20))
+	c, _, _, served, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
+		ResultCacheMaxEntries: 2,
+		ResultCacheMaxBytes:   1 << 20,
+	})
 	a := firstTool(t, c, "a")
 	firstTool(t, c, "b")
 	if firstTool(t, c, "a") != a { // a is now the most recently used
@@ -314,7 +319,10 @@ func TestCacheOffAndLimits(t *testing.T) {
 	}
 
 	// A byte limit smaller than one result keeps nothing.
-	c, _, _, _, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithResultCacheLimits(100, 64))
+	c, _, _, _, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
+		ResultCacheMaxEntries: 100,
+		ResultCacheMaxBytes:   64,
+	})
 	firstTool(t, c, "")
 	if snodo.CacheLen(c) != 0 {
 		t.Error("a result over the byte limit was kept")
@@ -343,7 +351,7 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 			return result(fc, `{"tools":[],"ttlMs":60000,"cacheScope":"public"}`)
 		}
 		return noMore(fc)
-	}, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler}})
 	ctx := context.Background()
 	for range 2 {
 		if _, err := c.ReadResource(ctx, "demo://x"); err != nil {
@@ -373,7 +381,10 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 // Concurrent use: hits, misses and invalidations from many goroutines
 // (run with -race).
 func TestCacheConcurrentUse(t *testing.T) {
-	c, f, _, _, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithResultCacheLimits(4, 1<<20))
+	c, f, _, _, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
+		ResultCacheMaxEntries: 4,
+		ResultCacheMaxBytes:   1 << 20,
+	})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -413,7 +424,7 @@ func TestCacheBypassedByHeaderMismatchRefresh(t *testing.T) {
 		}
 		return 200, `{"jsonrpc":"2.0","id":ID,"result":{"content":[]}}`, nil
 	})
-	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

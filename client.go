@@ -29,7 +29,7 @@ type Client struct {
 	discovered   *DiscoverResult
 
 	// gate admits every server request, of either era, under
-	// WithMaxServerRequests.
+	// Options.MaxServerRequests.
 	gate *admit.Gate
 	// life ends, with its cause, at Close or when the connection stops;
 	// the handlers of server requests run under it.
@@ -74,8 +74,8 @@ type Client struct {
 // server sends, such as -32020), and Connect falls back to the initialize
 // handshake, offering 2025-11-25 and
 // accepting 2024-11-05, 2025-03-26, 2025-06-18 or 2025-11-25, followed by
-// notifications/initialized. WithEra and WithProtocolVersion skip the
-// probe. The era is kept for the connection.
+// notifications/initialized. Options.Era and Options.ProtocolVersion skip
+// the probe. The era is kept for the connection.
 //
 // If t implements transport.Inbound, Connect installs the client's answerer
 // of server requests and notifications on it first. Over a transport that
@@ -85,11 +85,8 @@ type Client struct {
 //
 // See the specification's basic/transports/stdio.mdx "Backward
 // Compatibility" and basic/versioning.mdx.
-func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
+func Connect(ctx context.Context, t transport.Transport, opts *Options) (*Client, error) {
 	cfg := newConfig(opts)
-	if cfg.maxRounds <= 0 {
-		cfg.maxRounds = defaultMaxRounds
-	}
 	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests), cache: newResultCache(cfg.cache)}
 	c.life, c.endLife = context.WithCancelCause(context.Background())
 	c.subs.init()
@@ -249,7 +246,7 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 				// how to reach the legacy versions it may list. Its data
 				// carries the server's list, for programs.
 				e := protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
-					"server/discover answered -32022 with supported versions %v, none of Snodo's modern versions %v; to use a legacy version the server lists, connect WithEra(EraLegacy)",
+					"server/discover answered -32022 with supported versions %v, none of Snodo's modern versions %v; to use a legacy version the server lists, connect with Options.Era set to EraLegacy",
 					data.Supported, modernVersions)
 				e.Data, _ = json.Marshal(map[string][]string{"supported": data.Supported})
 				return e
@@ -288,7 +285,7 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 }
 
 // initialize runs the legacy handshake, offering offer, or when empty the
-// version asked for with WithProtocolVersion, or latestLegacyVersion.
+// version asked for with Options.ProtocolVersion, or latestLegacyVersion.
 func (c *Client) initialize(ctx context.Context, offer string) error {
 	n, ok := c.t.(transport.Notifier)
 	if !ok {

@@ -17,7 +17,7 @@ import (
 // the negotiated version come from the discover result; no initialize.
 func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
 	f := newFake(t, modernServer(noMore))
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
 // notifications/initialized".
 func TestConnectOtherProbeErrorFallsBackToInitialize(t *testing.T) {
 	f := newFake(t, legacyServer("2025-06-18", noMore))
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestConnectProbeTimeoutFallsBackToInitialize(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	c, err := snodo.Connect(context.Background(), f, snodo.WithProbeTimeout(20*time.Millisecond))
+	c, err := snodo.Connect(context.Background(), f, &snodo.Options{ProbeTimeout: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestConnectUnsupportedVersionNeverFallsBack(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	_, err := snodo.Connect(context.Background(), f)
+	_, err := snodo.Connect(context.Background(), f, nil)
 	if !errors.Is(err, snodo.ErrUnsupportedVersion) {
 		t.Fatalf("err %v, want ErrUnsupportedVersion", err)
 	}
@@ -138,7 +138,7 @@ func TestConnectUnsupportedVersionListingLegacyVersionsUsesThem(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestConnectForcedModernRefusesLegacyOnlyList(t *testing.T) {
 		}
 		return result(fc, initializeResult("2025-11-25"))
 	})
-	_, err := snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraModern))
+	_, err := snodo.Connect(context.Background(), f, &snodo.Options{Era: snodo.EraModern})
 	if !errors.Is(err, snodo.ErrUnsupportedVersion) || len(f.sent("initialize")) != 0 {
 		t.Fatalf("err %v, initialize sent %d times", err, len(f.sent("initialize")))
 	}
@@ -168,7 +168,7 @@ func TestConnectForcedModernRefusesLegacyOnlyList(t *testing.T) {
 // 2025-11-25 (anything else: a clear error)".
 func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
 	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
-		c, err := snodo.Connect(context.Background(), newFake(t, legacyServer(v, noMore)))
+		c, err := snodo.Connect(context.Background(), newFake(t, legacyServer(v, noMore)), nil)
 		if err != nil {
 			t.Errorf("%s: err %v", v, err)
 		} else if c.ProtocolVersion() != v {
@@ -177,7 +177,7 @@ func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
 	}
 	for _, v := range []string{"2026-07-28", "2099-01-01", ""} {
 		f := newFake(t, legacyServer(v, noMore))
-		_, err := snodo.Connect(context.Background(), f)
+		_, err := snodo.Connect(context.Background(), f, nil)
 		var e *snodo.Error
 		if !errors.As(err, &e) || e.Kind != jsonrpc.KindProtocol || !errors.Is(err, snodo.ErrUnsupportedVersion) {
 			t.Errorf("%q: err %v, want a protocol error", v, err)
@@ -191,7 +191,7 @@ func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
 // "Options force an era or a version."
 func TestConnectForcedEraAndVersion(t *testing.T) {
 	f := newFake(t, legacyServer("2025-11-25", noMore))
-	c, err := snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraLegacy))
+	c, err := snodo.Connect(context.Background(), f, &snodo.Options{Era: snodo.EraLegacy})
 	if err != nil || c.Era() != snodo.EraLegacy {
 		t.Fatalf("forced legacy: %v", err)
 	}
@@ -200,7 +200,7 @@ func TestConnectForcedEraAndVersion(t *testing.T) {
 	}
 
 	f = newFake(t, legacyServer("2025-06-18", noMore))
-	c, err = snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2025-06-18"))
+	c, err = snodo.Connect(context.Background(), f, &snodo.Options{ProtocolVersion: "2025-06-18"})
 	if err != nil || c.ProtocolVersion() != "2025-06-18" {
 		t.Fatalf("forced 2025-06-18: %v", err)
 	}
@@ -210,13 +210,15 @@ func TestConnectForcedEraAndVersion(t *testing.T) {
 
 	// A forced version the server does not take is an error.
 	f = newFake(t, legacyServer("2025-11-25", noMore))
-	if _, err := snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2025-06-18")); !errors.Is(err, snodo.ErrUnsupportedVersion) {
+	if _, err := snodo.Connect(context.Background(), f, &snodo.Options{
+		ProtocolVersion: "2025-06-18",
+	}); !errors.Is(err, snodo.ErrUnsupportedVersion) {
 		t.Errorf("server chose another version than the forced one: err %v", err)
 	}
 
 	// Forced modern never falls back.
 	f = newFake(t, legacyServer("2025-11-25", noMore))
-	_, err = snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraModern))
+	_, err = snodo.Connect(context.Background(), f, &snodo.Options{Era: snodo.EraModern})
 	var e *snodo.Error
 	if !errors.As(err, &e) || e.Code != jsonrpc.CodeMethodNotFound {
 		t.Errorf("forced modern against a legacy server: err %v", err)
@@ -225,7 +227,9 @@ func TestConnectForcedEraAndVersion(t *testing.T) {
 		t.Error("forced modern fell back to initialize")
 	}
 
-	if _, err := snodo.Connect(context.Background(), newFake(t, noMore), snodo.WithProtocolVersion("1999-01-01")); err == nil {
+	if _, err := snodo.Connect(context.Background(), newFake(t, noMore), &snodo.Options{
+		ProtocolVersion: "1999-01-01",
+	}); err == nil {
 		t.Error("a version Snodo does not speak was accepted")
 	}
 }
@@ -235,7 +239,7 @@ func TestConnectEraIsCached(t *testing.T) {
 	f := newFake(t, modernServer(func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"tools":[],"ttlMs":0,"cacheScope":"public"}`)
 	}))
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +257,7 @@ func TestConnectEraIsCached(t *testing.T) {
 // without it cannot open an initialize-era connection."
 func TestConnectLegacyNeedsNotifier(t *testing.T) {
 	f := newFake(t, legacyServer("2025-11-25", noMore))
-	_, err := snodo.Connect(context.Background(), requestOnly{f}, snodo.WithEra(snodo.EraLegacy))
+	_, err := snodo.Connect(context.Background(), requestOnly{f}, &snodo.Options{Era: snodo.EraLegacy})
 	if err == nil || !contains(err.Error(), "notifications/initialized") {
 		t.Errorf("err %v", err)
 	}
@@ -283,7 +287,7 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 		}
 		return result(fc, discoverResult)
 	})
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +302,7 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 	f = newFake(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"supportedVersions":["2026-07-28","2027-01-01"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
 	})
-	c, err = snodo.Connect(context.Background(), f)
+	c, err = snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +312,7 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 	f = newFake(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
 	})
-	c, err = snodo.Connect(context.Background(), f)
+	c, err = snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +333,7 @@ func TestConnectNonDiscoverResultFallsBack(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +359,7 @@ func TestConnectUnsupportedVersionListingTheSameVersionRetriesOnce(t *testing.T)
 			}
 			return result(fc, discoverResult)
 		})
-		c, err := snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2026-07-28"))
+		c, err := snodo.Connect(context.Background(), f, &snodo.Options{ProtocolVersion: "2026-07-28"})
 		switch {
 		case rejections == 1 && err != nil:
 			t.Fatalf("one -32022 naming 2026-07-28: %v, want a retry that connects", err)

@@ -15,7 +15,7 @@
 // logging/setLevel and resources/subscribe — with iter.Seq2 iterators over
 // paginated lists; Client.Request sends anything else.
 //
-// Handlers are registered per method with WithHandler, and the client
+// Handlers are registered per method in Options.Handlers, and the client
 // advertises exactly the capabilities they answer. The same Handler
 // answers a legacy server's elicitation/create request and an input
 // request of a 2026-07-28 input_required result: the client runs the

@@ -138,7 +138,7 @@ func connectExpiring(t *testing.T, srv *expiringServer) (*snodo.Client, *syncBuf
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := snodo.Connect(context.Background(), tr, snodo.WithEra(snodo.EraLegacy), snodo.WithLogger(logger))
+	c, err := snodo.Connect(context.Background(), tr, &snodo.Options{Era: snodo.EraLegacy, Logger: logger})
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)

@@ -27,7 +27,7 @@ type uriParams struct {
 
 // Subscribe asks for notifications/resources/updated for uri (legacy era
 // only; 2026-07-28 uses Listen). The notifications reach the hook of
-// WithNotificationHook.
+// Options.OnNotification.
 func (c *Client) Subscribe(ctx context.Context, uri string, opts ...CallOption) error {
 	if err := c.require("resources/subscribe"); err != nil {
 		return err

@@ -122,7 +122,7 @@ func TestLogLevelLegacyFailureAndNoCapability(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	c2, err := snodo.Connect(ctx, nolog)
+	c2, err := snodo.Connect(ctx, nolog, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestInputRoundsOnlyWhereTheSpecAllows(t *testing.T) {
 			}
 		}
 		return result(fc, body.Load().(string))
-	}, snodo.WithHandler(abi.MethodElicitationCreate, counting), snodo.WithHandler("x/custom", counting))
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: counting, "x/custom": counting}})
 	ctx := context.Background()
 
 	body.Store(input)

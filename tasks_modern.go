@@ -202,7 +202,7 @@ func (modernTasks) finished(_ context.Context, _ *Client, task *Task, _ callConf
 }
 
 // needsInput answers the input requests not answered yet with
-// tasks/update; the rounds that answer any count against WithMaxRounds.
+// tasks/update; the rounds that answer any count against Options.MaxRounds.
 func (modernTasks) needsInput(ctx context.Context, c *Client, task *Task, cc callConfig, in *taskInputs) (res *CallToolResult, done, pollNow bool, err error) {
 	n, err := c.updateTask(ctx, task, &cc, in.deadline, in.answered)
 	if err != nil {

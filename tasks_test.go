@@ -38,13 +38,13 @@ func legacyTaskServer(caps string, next func(fc *fakeCall) *jsonrpc.Response) fu
 	}
 }
 
-func connectTasks(t *testing.T, modern bool, caps string, next func(fc *fakeCall) *jsonrpc.Response, opts ...snodo.Option) (*snodo.Client, *fake) {
+func connectTasks(t *testing.T, modern bool, caps string, next func(fc *fakeCall) *jsonrpc.Response, opts ...*snodo.Options) (*snodo.Client, *fake) {
 	t.Helper()
 	if modern {
 		return connectModern(t, next, opts...)
 	}
 	f := newFake(t, legacyTaskServer(caps, next))
-	c, err := snodo.Connect(context.Background(), f, opts...)
+	c, err := snodo.Connect(context.Background(), f, optionsOf(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,7 +530,7 @@ func TestTaskInputRequired(t *testing.T) {
 				return result(fc, doneResult)
 			}
 			return noMore(fc)
-		}, snodo.WithHandler(abi.MethodElicitationCreate, h))
+		}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}})
 		if _, err := c.ListTools(context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
@@ -603,7 +603,7 @@ func TestTaskStatusNotifications(t *testing.T) {
 				return result(fc, doneResult)
 			}
 			return noMore(fc)
-		}, snodo.WithNotificationHook(func(m string, _ json.RawMessage) { hooked = append(hooked, m) }))
+		}, &snodo.Options{OnNotification: func(m string, _ json.RawMessage) { hooked = append(hooked, m) }})
 		if _, err := c.ListTools(context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
@@ -854,7 +854,7 @@ func TestTaskOverHTTPCarriesTheTaskIDInMcpName(t *testing.T) {
 		}
 		return 200, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32601,"message":"no"}}`, nil
 	})
-	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

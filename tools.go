@@ -62,7 +62,7 @@ type pageParams struct {
 // ("" for the first page).
 //
 // Over HTTP in the 2026-07-28 era, a tool whose x-mcp-header annotations
-// are invalid is left out, with a warning (WithWarningHook), and the
+// are invalid is left out, with a warning (Options.OnWarning), and the
 // client remembers the annotations of the others: CallTool mirrors the
 // annotated arguments into Mcp-Param-{Name} headers.
 func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
@@ -133,7 +133,7 @@ type CallToolResult struct {
 // CallTool calls the tool name with arguments (anything that encodes to a
 // JSON object, or nil). In the 2026-07-28 era, a server that asks for input
 // is answered by the client's handlers and the call retried (see
-// WithHandler and WithMaxRounds).
+// Options.Handlers and Options.MaxRounds).
 //
 // A tool the server runs as a task is waited for: in the legacy era, a
 // tool whose execution.taskSupport is "required" (known from a tools/list

@@ -123,9 +123,12 @@ type Config struct {
 	// (default 2 s each).
 	ShutdownGrace time.Duration
 
-	// ClientOptions are passed to snodo.Connect after those the Runner
-	// derives from this Config, so they take precedence.
-	ClientOptions []snodo.Option
+	// ClientOptions are the options of snodo.Connect. Those the Runner
+	// derives from this Config (MaxServerRequests, DefaultTimeout, Era or
+	// ProtocolVersion, ClientInfo, Logger, OnLog, OnNotification, Handlers)
+	// fill only the fields ClientOptions leaves unset; a handler in
+	// ClientOptions.Handlers takes precedence over Native and Handlers.
+	ClientOptions snodo.Options
 
 	// CacheDir is where compiled Wasm modules are cached across runs; ""
 	// means the user's cache directory (see wasm.DefaultCacheDir).

@@ -95,8 +95,8 @@ func (a *app) proxyCmd() *cobra.Command {
 			s.runner.Native = native
 			if native[abi.MethodElicitationCreate] == p {
 				// The host decides which modes it takes.
-				s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL),
-					snodo.WithElicitationCompleteHook(p.OnElicitationComplete))
+				s.runner.ClientOptions.ElicitationModes = []string{snodo.ElicitForm, snodo.ElicitURL}
+				s.runner.ClientOptions.OnElicitationComplete = p.OnElicitationComplete
 			}
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
 			s.runner.WrapModule = p.AuditModule

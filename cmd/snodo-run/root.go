@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -262,8 +261,8 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	if name := cmd.Name(); name != "shell" && name != "proxy" &&
 		(s.urlElicit == urlElicitOn || (s.urlElicit == urlElicitAuto && isTerminal(a.stdin))) {
 		p := newURLPrompter(a.stdin, a.stderr)
-		s.runner.ClientOptions = append(s.runner.ClientOptions,
-			snodo.WithURLElicitation(p), snodo.WithElicitationCompleteHook(p.completed))
+		s.runner.ClientOptions.URLElicitation = p
+		s.runner.ClientOptions.OnElicitationComplete = p.completed
 	}
 	return nil
 }

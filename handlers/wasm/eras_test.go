@@ -47,7 +47,9 @@ func TestSameWasmHandlerAnswersLegacyAndModernServers(t *testing.T) {
 				defer cancel()
 				conn.Wait(wctx)
 			}()
-			c, err := snodo.Connect(ctx, conn, snodo.WithHandler(abi.MethodElicitationCreate, module))
+			c, err := snodo.Connect(ctx, conn, &snodo.Options{
+				Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: module},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,7 +45,7 @@ func TestServerEverything(t *testing.T) {
 	srv := startServer(t, "", everythingArgv(t)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := snodo.Connect(ctx, srv.conn, allHandlers()...)
+	c, err := snodo.Connect(ctx, srv.conn, allHandlers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,10 @@ func TestServerEverythingURLElicitation(t *testing.T) {
 		mu.Unlock()
 		return json.RawMessage(`{"action":"accept"}`), nil
 	})
-	c, err := snodo.Connect(ctx, srv.conn, snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL))
+	c, err := snodo.Connect(ctx, srv.conn, &snodo.Options{
+		Handlers:         map[string]snodo.Handler{abi.MethodElicitationCreate: h},
+		ElicitationModes: []string{snodo.ElicitForm, snodo.ElicitURL},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

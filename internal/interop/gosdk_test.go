@@ -21,11 +21,11 @@ func TestGoSDKModern(t *testing.T) {
 	srv := startServer(t, "gosdk-modern")
 	var logs []snodo.LogMessage
 	var mu sync.Mutex
-	c, err := snodo.Connect(context.Background(), srv.conn, append(allHandlers(), snodo.WithLogHook(func(m snodo.LogMessage) {
+	c, err := snodo.Connect(context.Background(), srv.conn, withLogHook(func(m snodo.LogMessage) {
 		mu.Lock()
 		logs = append(logs, m)
 		mu.Unlock()
-	}))...)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +73,11 @@ func TestGoSDKLegacy(t *testing.T) {
 	srv := startServer(t, "gosdk-legacy")
 	var logs []snodo.LogMessage
 	var mu sync.Mutex
-	c, err := snodo.Connect(context.Background(), srv.conn, append(allHandlers(), snodo.WithLogHook(func(m snodo.LogMessage) {
+	c, err := snodo.Connect(context.Background(), srv.conn, withLogHook(func(m snodo.LogMessage) {
 		mu.Lock()
 		logs = append(logs, m)
 		mu.Unlock()
-	}))...)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,9 @@ func exerciseCommon(t *testing.T, c *snodo.Client) {
 func TestSameNativeHandlerAnswersLegacyAndModernServers(t *testing.T) {
 	for _, role := range []string{"gosdk-legacy", "gosdk-modern"} {
 		srv := startServer(t, role)
-		c, err := snodo.Connect(context.Background(), srv.conn, snodo.WithHandler(abi.MethodElicitationCreate, elicitHandler))
+		c, err := snodo.Connect(context.Background(), srv.conn, &snodo.Options{
+			Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: elicitHandler},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +199,7 @@ func TestSameNativeHandlerAnswersLegacyAndModernServers(t *testing.T) {
 // Every request cancelled by timeout or ctx was announced to the server.
 func TestCancellationReachesTheServer(t *testing.T) {
 	srv := startServer(t, "gosdk-modern")
-	c, err := snodo.Connect(context.Background(), srv.conn)
+	c, err := snodo.Connect(context.Background(), srv.conn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +230,7 @@ func TestCancellationReachesTheServer(t *testing.T) {
 // with no option.
 func TestGoSDKLegacyVersionsOnlyAnswersDiscoverWith32022(t *testing.T) {
 	srv := startServer(t, "gosdk-legacy-only-versions")
-	c, err := snodo.Connect(context.Background(), srv.conn, allHandlers()...)
+	c, err := snodo.Connect(context.Background(), srv.conn, allHandlers())
 	if err != nil {
 		t.Fatal(err)
 	}

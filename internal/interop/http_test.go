@@ -91,7 +91,7 @@ func (s *sdkHTTPServer) exchanges() []httpExchange {
 	return append([]httpExchange(nil), s.log...)
 }
 
-func connectHTTP(t *testing.T, url string, opts ...snodo.Option) (*snodo.Client, *mcphttp.Transport) {
+func connectHTTP(t *testing.T, url string) (*snodo.Client, *mcphttp.Transport) {
 	t.Helper()
 	tr, err := mcphttp.New(mcphttp.Config{URL: url})
 	if err != nil {
@@ -99,7 +99,7 @@ func connectHTTP(t *testing.T, url string, opts ...snodo.Option) (*snodo.Client,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := snodo.Connect(ctx, tr, append(allHandlers(), opts...)...)
+	c, err := snodo.Connect(ctx, tr, allHandlers())
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestHTTPConnectionRefusedDoesNotFallBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	_, err = snodo.Connect(context.Background(), tr)
+	_, err = snodo.Connect(context.Background(), tr, nil)
 	var e *snodo.Error
 	if !errors.As(err, &e) || e.Code != jsonrpc.CodeConnectionClosed || strings.Contains(err.Error(), "initialize") {
 		t.Fatalf("Connect: %v", err)

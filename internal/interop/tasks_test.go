@@ -24,7 +24,7 @@ func TestServerEverythingTasks(t *testing.T) {
 	srv := startServer(t, "", everythingArgv(t)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := snodo.Connect(ctx, srv.conn, allHandlers()...)
+	c, err := snodo.Connect(ctx, srv.conn, allHandlers())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,27 +204,30 @@ func TestTSv2OverHTTP(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		era  snodo.Era
-		opts []snodo.Option
 	}{
-		{"legacy", snodo.EraLegacy, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}},
-		{"modern", snodo.EraModern, nil}, // probed: the server answers server/discover
+		{"legacy", snodo.EraLegacy},
+		{"modern", snodo.EraModern}, // probed: the server answers server/discover
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			endpoint := startTSv2(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			changed := make(chan string, 8)
-			opts := append(allHandlers(), snodo.WithNotificationHook(func(method string, _ json.RawMessage) {
+			opts := allHandlers()
+			opts.OnNotification = func(method string, _ json.RawMessage) {
 				select {
 				case changed <- method:
 				default:
 				}
-			}))
+			}
+			if tc.era == snodo.EraLegacy {
+				opts.Era = snodo.EraLegacy
+			}
 			tr, err := shttp.New(shttp.Config{URL: endpoint})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := snodo.Connect(ctx, tr, append(opts, tc.opts...)...)
+			c, err := snodo.Connect(ctx, tr, opts)
 			if err != nil {
 				tr.Close()
 				t.Fatal(err)

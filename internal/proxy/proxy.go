@@ -625,12 +625,12 @@ func (p *Proxy) progress(token json.RawMessage, pr snodo.Progress) {
 }
 
 // OnLog forwards the server's log messages to the host; give it to the
-// client (runtime.Config.OnLog, snodo.WithLogHook).
+// client (runtime.Config.OnLog, snodo.Options.OnLog).
 func (p *Proxy) OnLog(m snodo.LogMessage) { p.notify("notifications/message", m) }
 
 // OnNotification forwards the server's list changes and resource updates
 // to a host that opened with initialize; give it to the client
-// (runtime.Config.OnNotification, snodo.WithNotificationHook). A
+// (runtime.Config.OnNotification, snodo.Options.OnNotification). A
 // 2026-07-28 host receives them only on the subscriptions it opened with
 // subscriptions/listen.
 func (p *Proxy) OnNotification(method string, params json.RawMessage) {

@@ -85,10 +85,11 @@ func dial(ctx context.Context, cfg driver.Config, era snodo.Era, elicit snodo.Ha
 	if err != nil {
 		return nil, err
 	}
-	c, err := snodo.Connect(ctx, t,
-		snodo.WithEra(era),
-		snodo.WithClientInfo(snodo.Implementation{Name: "bench-snodo", Version: "1.0.0"}),
-		snodo.WithHandler(abi.MethodElicitationCreate, elicit))
+	c, err := snodo.Connect(ctx, t, &snodo.Options{
+		Handlers:   map[string]snodo.Handler{abi.MethodElicitationCreate: elicit},
+		Era:        era,
+		ClientInfo: snodo.Implementation{Name: "bench-snodo", Version: "1.0.0"},
+	})
 	if err != nil {
 		t.Close()
 		return nil, err

@@ -131,17 +131,17 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 
 func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, scCtx json.RawMessage, sc scenario, elicitPath, elicitConfig, cacheDir string) (err error) {
 	s := &session{context: scCtx, log: log}
-	opts := []snodo.Option{
-		snodo.WithClientInfo(snodo.Implementation{Name: "snodo-conformance", Version: snodo.Version}),
-		snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"roots":[]}`), nil
-		})),
-		snodo.WithHandler(abi.MethodSamplingCreate, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"ok"},"model":"snodo-conformance"}`), nil
-		})),
-	}
-	if version != "" {
-		opts = append(opts, snodo.WithProtocolVersion(version))
+	opts := &snodo.Options{
+		ClientInfo:      snodo.Implementation{Name: "snodo-conformance", Version: snodo.Version},
+		ProtocolVersion: version,
+		Handlers: map[string]snodo.Handler{
+			abi.MethodRootsList: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`{"roots":[]}`), nil
+			}),
+			abi.MethodSamplingCreate: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"ok"},"model":"snodo-conformance"}`), nil
+			}),
+		},
 	}
 	if elicitPath != "" {
 		if elicitConfig == "" {
@@ -156,7 +156,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 		if err != nil {
 			return fmt.Errorf("loading %s: %w", elicitPath, err)
 		}
-		opts = append(opts, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		opts.Handlers[abi.MethodElicitationCreate] = snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			if f := s.takeDuringElicitation(); f != nil {
 				if err := f(ctx); err != nil {
 					return nil, err
@@ -165,7 +165,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 			res, err := m.HandleRequest(ctx, method, params)
 			log.Info("elicitation answered", "params", string(params), "result", string(res), "error", err)
 			return res, err
-		})))
+		})
 	}
 	hc, err := httpClient(scCtx)
 	if err != nil {
@@ -175,7 +175,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 	if err != nil {
 		return err
 	}
-	c, err := snodo.Connect(ctx, t, opts...)
+	c, err := snodo.Connect(ctx, t, opts)
 	if err != nil {
 		_ = t.Close()
 		return fmt.Errorf("connect: %w", err)
