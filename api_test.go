@@ -175,7 +175,7 @@ func TestToolsPagination(t *testing.T) {
 		_ = json.Unmarshal(fc.param("cursor"), &cursor)
 		return result(fc, pages[cursor])
 	})
-	page, err := c.ListTools(context.Background(), "")
+	page, err := snodo.ListTools(c, context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestToolsPagination(t *testing.T) {
 	if string(last[len(last)-1].param("cursor")) != `"p2"` {
 		t.Errorf("second page request %s", last[len(last)-1].Req.Params)
 	}
-	p2, _ := c.ListTools(context.Background(), "p2")
+	p2, _ := snodo.ListTools(c, context.Background(), "p2")
 	if p2.TTL() != 0 || p2.Fresh(p2.Received) {
 		t.Errorf("a negative ttlMs must count as 0: %v", p2.TTL())
 	}
@@ -277,7 +277,7 @@ func TestTypedAPIMethods(t *testing.T) {
 		return noMore(fc)
 	})
 	ctx := context.Background()
-	rl, err := c.ListResources(ctx, "")
+	rl, err := snodo.ListResources(c, ctx, "")
 	if err != nil || rl.Resources[0].URI != "file:///a" || rl.TTL() != 5*time.Millisecond {
 		t.Errorf("resources/list %+v %v", rl, err)
 	}

@@ -48,7 +48,7 @@ func BenchmarkListToolsModern(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -88,7 +88,7 @@ func cacheClient(t *testing.T, legacy bool, hints string, opts ...*snodo.Options
 
 func firstTool(t *testing.T, c *snodo.Client, cursor string, opts ...snodo.CallOption) string {
 	t.Helper()
-	res, err := c.ListTools(context.Background(), cursor, opts...)
+	res, err := snodo.ListTools(c, context.Background(), cursor, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestCacheHitWithinTTLMissAfter(t *testing.T) {
 	c, _, _, served, clock := cacheClient(t, false, `"ttlMs":1000,"cacheScope":"public"`)
 	a := firstTool(t, c, "")
 	clock.advance(999 * time.Millisecond)
-	res, err := c.ListTools(context.Background(), "")
+	res, err := snodo.ListTools(c, context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestCacheHitWithinTTLMissAfter(t *testing.T) {
 	// Mutating a result does not reach the cache.
 	res.Tools[0].Name = "changed"
 	res.Tools[0].InputSchema[0] = 'X'
-	again, err := c.ListTools(context.Background(), "")
+	again, err := snodo.ListTools(c, context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +150,9 @@ func TestCacheKeyedByMethodCursorAndURI(t *testing.T) {
 		t.Error("resources/read not cached per uri")
 	}
 	for _, f := range []func() error{
-		func() error { _, err := c.ListPrompts(ctx, ""); return err },
-		func() error { _, err := c.ListResources(ctx, ""); return err },
-		func() error { _, err := c.ListResourceTemplates(ctx, ""); return err },
+		func() error { _, err := snodo.ListPrompts(c, ctx, ""); return err },
+		func() error { _, err := snodo.ListResources(c, ctx, ""); return err },
+		func() error { _, err := snodo.ListResourceTemplates(c, ctx, ""); return err },
 	} {
 		before := served.Load()
 		if err := f(); err != nil {
@@ -211,11 +211,11 @@ func TestCacheInvalidatedByEvents(t *testing.T) {
 		out := map[string]string{}
 		out["tools"] = firstTool(t, c, "")
 		out["tools2"] = firstTool(t, c, "next")
-		p, _ := c.ListPrompts(ctx, "")
+		p, _ := snodo.ListPrompts(c, ctx, "")
 		out["prompts"] = p.Prompts[0].Name
-		r, _ := c.ListResources(ctx, "")
+		r, _ := snodo.ListResources(c, ctx, "")
 		out["resources"] = r.Resources[0].URI
-		tp, _ := c.ListResourceTemplates(ctx, "")
+		tp, _ := snodo.ListResourceTemplates(c, ctx, "")
 		out["templates"] = tp.ResourceTemplates[0].URITemplate
 		for _, u := range []string{"demo://dir", "demo://dir/file", "demo://other"} {
 			rr, _ := c.ReadResource(ctx, u)
@@ -362,7 +362,7 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 		t.Errorf("a result after input rounds was cached: %d reads, %d entries", reads.Load(), snodo.CacheLen(c))
 	}
 	for _, cur := range []string{"", "p2"} {
-		if _, err := c.ListTools(ctx, cur); err != nil {
+		if _, err := snodo.ListTools(c, ctx, cur); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -370,7 +370,7 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 		t.Fatalf("%d entries, want 2", snodo.CacheLen(c))
 	}
 	var e *snodo.Error
-	if _, err := c.ListTools(ctx, "gone"); !errors.As(err, &e) || e.Code != jsonrpc.CodeInvalidParams {
+	if _, err := snodo.ListTools(c, ctx, "gone"); !errors.As(err, &e) || e.Code != jsonrpc.CodeInvalidParams {
 		t.Fatalf("cursor error %v", err)
 	}
 	if snodo.CacheLen(c) != 0 {
@@ -389,7 +389,7 @@ func TestCacheConcurrentUse(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			for j := range 50 {
-				if _, err := c.ListTools(context.Background(), fmt.Sprint((i+j)%6)); err != nil {
+				if _, err := snodo.ListTools(c, context.Background(), fmt.Sprint((i+j)%6)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -431,7 +431,7 @@ func TestCacheBypassedByHeaderMismatchRefresh(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	for range 2 {
-		if _, err := c.ListTools(ctx, ""); err != nil {
+		if _, err := snodo.ListTools(c, ctx, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -244,7 +244,7 @@ func TestConnectEraIsCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,7 +27,7 @@
 // end by CallTool: it polls at the server's interval, within bounds, answers
 // the task's input requests with the same Handlers, and returns the
 // result. WithTask returns the task instead, for GetTask, WaitTask,
-// TaskResult, CancelTask and ListTasks.
+// TaskResult, CancelTask and Tasks.
 //
 // Every failure is a *Error (jsonrpc.Error): kind, code, message, data,
 // cause; errors.Is and errors.As work.

@@ -130,7 +130,7 @@ func TestHTTPLegacySession(t *testing.T) {
 			if c.Era() != snodo.EraLegacy {
 				t.Fatalf("era %v", c.Era())
 			}
-			if _, err := c.ListTools(context.Background(), ""); err != nil {
+			if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Close(); err != nil {
@@ -229,7 +229,7 @@ func TestHTTPModernHeaders(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	res, err := c.ListTools(ctx, "")
+	res, err := snodo.ListTools(c, ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -256,7 +256,7 @@ func TestMRTRFieldsNeverLeakIntoOtherRequests(t *testing.T) {
 	if _, err := c.CallTool(context.Background(), "other", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ListTools(context.Background(), ""); err != nil {
+	if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	close(release)

@@ -421,21 +421,20 @@ func (c *Client) CancelTask(ctx context.Context, id string, opts ...CallOption) 
 	return c.dialect.tasks().cancelled(id, raw)
 }
 
-// ListTasksResult is one page of tasks/list.
-type ListTasksResult struct {
+// tasksPage is one page of tasks/list.
+type tasksPage struct {
 	Tasks      []*Task         `json:"tasks"`
 	NextCursor string          `json:"nextCursor,omitempty"`
 	Meta       json.RawMessage `json:"_meta,omitempty"`
 }
 
-// ListTasks returns one page of the server's tasks (tasks/list), starting
-// at cursor ("" for the first page). The 2026-07-28 tasks extension has no
-// tasks/list: there it is an error wrapping ErrNotInEra.
-func (c *Client) ListTasks(ctx context.Context, cursor string, opts ...CallOption) (*ListTasksResult, error) {
+// listTasks returns one page of the server's tasks (tasks/list), starting
+// at cursor ("" for the first page).
+func (c *Client) listTasks(ctx context.Context, cursor string, opts ...CallOption) (*tasksPage, error) {
 	if err := c.require("tasks/list"); err != nil {
 		return nil, err
 	}
-	var res ListTasksResult
+	var res tasksPage
 	if err := c.callTyped(ctx, "tasks/list", pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
@@ -447,11 +446,13 @@ func (c *Client) ListTasks(ctx context.Context, cursor string, opts ...CallOptio
 	return &res, nil
 }
 
-// Tasks iterates over all the server's tasks, page by page (legacy era).
-// An error ends the iteration as its last pair.
+// Tasks iterates over all the server's tasks (tasks/list), page by page
+// (legacy era). An error ends the iteration as its last pair. The
+// 2026-07-28 tasks extension has no tasks/list: there the one pair is an
+// error wrapping ErrNotInEra.
 func (c *Client) Tasks(ctx context.Context, opts ...CallOption) iter.Seq2[*Task, error] {
 	return paginate(func(cursor string) ([]*Task, string, error) {
-		res, err := c.ListTasks(ctx, cursor, opts...)
+		res, err := c.listTasks(ctx, cursor, opts...)
 		if err != nil {
 			return nil, "", err
 		}

@@ -327,7 +327,7 @@ func TestTaskHandleRefusedWithoutCapability(t *testing.T) {
 	c, f2 := connectTasks(t, false, fullTaskCaps, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"tools":[{"name":"quick","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}]}`)
 	})
-	if _, err := c.ListTools(context.Background(), ""); err != nil {
+	if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CallTool(context.Background(), "quick", nil, snodo.WithTask(&h)); err == nil || !contains(err.Error(), "forbids") {
@@ -379,7 +379,7 @@ func TestTaskPollIntervalBounds(t *testing.T) {
 		if got := waits(); !slices.Equal(got, []time.Duration{30 * time.Second, time.Second}) {
 			t.Errorf("waits %v", got)
 		}
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.CallTool(context.Background(), "slow", nil, snodo.WithPollInterval(300*time.Millisecond)); err != nil {
@@ -419,7 +419,7 @@ func TestTaskCancelOnContext(t *testing.T) {
 				}
 				return noMore(fc)
 			})
-			if _, err := c.ListTools(context.Background(), ""); err != nil {
+			if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 				t.Fatal(err)
 			}
 			_, err := c.CallTool(ctx, "slow", nil)
@@ -465,7 +465,7 @@ func TestTaskFailed(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		_, err := c.CallTool(context.Background(), "slow", nil)
@@ -531,7 +531,7 @@ func TestTaskInputRequired(t *testing.T) {
 			}
 			return noMore(fc)
 		}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		res, err := c.CallTool(context.Background(), "ask", nil)
@@ -604,7 +604,7 @@ func TestTaskStatusNotifications(t *testing.T) {
 			}
 			return noMore(fc)
 		}, &snodo.Options{OnNotification: func(m string, _ json.RawMessage) { hooked = append(hooked, m) }})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		var statuses []string
@@ -677,7 +677,7 @@ func TestTaskListPagination(t *testing.T) {
 	}
 
 	m, _ := connectModern(t, noMore)
-	if _, err := m.ListTasks(context.Background(), ""); !errors.Is(err, snodo.ErrNotInEra) {
+	if _, err := snodo.ListTasks(m, context.Background(), ""); !errors.Is(err, snodo.ErrNotInEra) {
 		t.Errorf("modern ListTasks: %v", err)
 	}
 }
@@ -704,7 +704,7 @@ func TestTaskLyingServer(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		cases := []struct{ answer, want string }{
@@ -755,7 +755,7 @@ func TestTaskEndlessWorkingBounded(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		_, err := c.CallTool(context.Background(), "slow", nil, snodo.WithMaxTotalTimeout(300*time.Millisecond))
@@ -815,7 +815,7 @@ func TestTaskNotificationFloodDoesNotFloodPolls(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		_, err := c.CallTool(context.Background(), "slow", nil, snodo.WithMaxTotalTimeout(300*time.Millisecond))

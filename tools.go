@@ -44,29 +44,29 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 // MarshalJSON implements json.Marshaler, writing unknown members back.
 func (t Tool) MarshalJSON() ([]byte, error) { return encodeKeepingExtra(toolFields(t), t.Extra) }
 
-// ListToolsResult is one page of tools/list.
-type ListToolsResult struct {
+// toolsPage is one page of tools/list.
+type toolsPage struct {
 	Tools      []*Tool         `json:"tools"`
 	NextCursor string          `json:"nextCursor,omitempty"`
 	Meta       json.RawMessage `json:"_meta,omitempty"`
 	Cache
 }
 
-func (r *ListToolsResult) setReceived(t time.Time) { r.Received = t }
+func (r *toolsPage) setReceived(t time.Time) { r.Received = t }
 
 type pageParams struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// ListTools returns one page of the server's tools, starting at cursor
+// listTools returns one page of the server's tools, starting at cursor
 // ("" for the first page).
 //
 // Over HTTP in the 2026-07-28 era, a tool whose x-mcp-header annotations
 // are invalid is left out, with a warning (Options.OnWarning), and the
 // client remembers the annotations of the others: CallTool mirrors the
 // annotated arguments into Mcp-Param-{Name} headers.
-func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
-	var res ListToolsResult
+func (c *Client) listTools(ctx context.Context, cursor string, opts ...CallOption) (*toolsPage, error) {
+	var res toolsPage
 	if err := c.cachedCall(ctx, "tools/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
@@ -77,11 +77,17 @@ func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOptio
 	return &res, nil
 }
 
-// Tools iterates over all the server's tools, page by page. An error ends
-// the iteration as its last pair.
+// Tools iterates over all the server's tools, page by page (each page
+// kept by the result cache per cursor). An error ends the iteration as its
+// last pair.
+//
+// Over HTTP in the 2026-07-28 era, a tool whose x-mcp-header annotations
+// are invalid is left out, with a warning (Options.OnWarning), and the
+// client remembers the annotations of the others: CallTool mirrors the
+// annotated arguments into Mcp-Param-{Name} headers.
 func (c *Client) Tools(ctx context.Context, opts ...CallOption) iter.Seq2[*Tool, error] {
 	return paginate(func(cursor string) ([]*Tool, string, error) {
-		res, err := c.ListTools(ctx, cursor, opts...)
+		res, err := c.listTools(ctx, cursor, opts...)
 		if err != nil {
 			return nil, "", err
 		}

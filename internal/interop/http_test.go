@@ -200,8 +200,10 @@ func TestHTTPGoSDKModern(t *testing.T) {
 	// x-mcp-header: the SDK checks the Mcp-Param headers against the
 	// arguments (-32020 when one is missing or differs); the client learns
 	// the annotations from tools/list.
-	if _, err := c.ListTools(ctx, ""); err != nil {
-		t.Fatal(err)
+	for _, err := range c.Tools(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := mustCall(t, c, "region", map[string]any{"region": "eu-west1", "zone": map[string]any{"id": 7}}); got != "region eu-west1" {
 		t.Errorf("region: %q", got)

@@ -290,12 +290,11 @@ func TestTSv2OverHTTP(t *testing.T) {
 
 func toolNames(t *testing.T, ctx context.Context, c *snodo.Client) string {
 	t.Helper()
-	res, err := c.ListTools(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for _, tool := range res.Tools {
+	for tool, err := range c.Tools(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)

@@ -260,18 +260,13 @@ func (s *session) takeDuringElicitation() func(context.Context) error {
 // tools lists every tool, every page.
 func (s *session) tools(ctx context.Context) ([]*snodo.Tool, error) {
 	var all []*snodo.Tool
-	cursor := ""
-	for {
-		res, err := s.c.ListTools(ctx, cursor)
+	for t, err := range s.c.Tools(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		all = append(all, res.Tools...)
-		if res.NextCursor == "" || res.NextCursor == cursor {
-			return all, nil
-		}
-		cursor = res.NextCursor
+		all = append(all, t)
 	}
+	return all, nil
 }
 
 func (s *session) call(ctx context.Context, name string, args any) error {
@@ -362,20 +357,18 @@ func everyRequest(ctx context.Context, s *session) error {
 			return err
 		}
 	}
-	rs, err := s.c.ListResources(ctx, "")
-	if err != nil {
-		return fmt.Errorf("resources/list: %w", err)
-	}
-	for _, r := range rs.Resources {
+	for r, err := range s.c.Resources(ctx) {
+		if err != nil {
+			return fmt.Errorf("resources/list: %w", err)
+		}
 		if _, err := s.c.ReadResource(ctx, r.URI); err != nil {
 			return fmt.Errorf("resources/read %s: %w", r.URI, err)
 		}
 	}
-	ps, err := s.c.ListPrompts(ctx, "")
-	if err != nil {
-		return fmt.Errorf("prompts/list: %w", err)
-	}
-	for _, p := range ps.Prompts {
+	for p, err := range s.c.Prompts(ctx) {
+		if err != nil {
+			return fmt.Errorf("prompts/list: %w", err)
+		}
 		if _, err := s.c.GetPrompt(ctx, p.Name, nil); err != nil {
 			return fmt.Errorf("prompts/get %s: %w", p.Name, err)
 		}
