@@ -51,7 +51,7 @@ func TestModernDialectPutsMetaInEveryRequest(t *testing.T) {
 	if _, err := c.CallTool(context.Background(), "a", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CallTool(context.Background(), "b", map[string]int{"x": 1}, snodo.WithLogLevel(snodo.LogWarning)); err != nil {
+	if _, err := c.CallTool(context.Background(), "b", map[string]int{"x": 1}, snodo.WithLogLevel("warning")); err != nil {
 		t.Fatal(err)
 	}
 	for i, fc := range append(f.sent("server/discover"), f.sent("tools/call")...) {
@@ -358,7 +358,7 @@ func TestLegacyOnlyMethods(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if err := c.SetLogLevel(ctx, snodo.LogDebug); err != nil {
+	if err := c.SetLogLevel(ctx, "debug"); err != nil {
 		t.Error(err)
 	}
 	if err := c.Subscribe(ctx, "file:///a"); err != nil {
@@ -377,7 +377,7 @@ func TestLegacyOnlyMethods(t *testing.T) {
 	m, _ := connectModern(t, noMore)
 	for name, err := range map[string]error{
 		"ping":        m.Ping(ctx),
-		"setLevel":    m.SetLogLevel(ctx, snodo.LogDebug),
+		"setLevel":    m.SetLogLevel(ctx, "debug"),
 		"subscribe":   m.Subscribe(ctx, "x"),
 		"unsubscribe": m.Unsubscribe(ctx, "x"),
 	} {

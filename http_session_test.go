@@ -312,11 +312,11 @@ func TestHTTPSessionExpiredLogLevelSentAgain(t *testing.T) {
 	srv := newExpiringServer(t)
 	c, _ := connectExpiring(t, srv)
 	ctx := context.Background()
-	if _, err := snodo.ListTools(c, ctx, "", snodo.WithLogLevel(snodo.LogDebug)); err != nil {
+	if _, err := snodo.ListTools(c, ctx, "", snodo.WithLogLevel("debug")); err != nil {
 		t.Fatal(err)
 	}
 	srv.restart()
-	if _, err := snodo.ListTools(c, ctx, "", snodo.WithLogLevel(snodo.LogDebug)); err != nil {
+	if _, err := snodo.ListTools(c, ctx, "", snodo.WithLogLevel("debug")); err != nil {
 		t.Fatal(err)
 	}
 	if n, m := srv.count("logging/setLevel s1"), srv.count("logging/setLevel s2"); n != 1 || m != 1 {

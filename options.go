@@ -292,7 +292,7 @@ func WithMaxTotalTimeout(d time.Duration) CallOption { return func(c *callConfig
 // level for the whole connection — every later request, from any
 // goroutine, gets messages at that level until another level is sent. A
 // legacy server without the logging capability is sent nothing. A level
-// that is not one of the LogLevel constants fails the call (-32602).
+// that is not one of the eight LogLevel values fails the call (-32602).
 func WithLogLevel(level LogLevel) CallOption { return func(c *callConfig) { c.logLevel = level } }
 
 // WithBuffer sets a subscription's buffer size and what happens when it

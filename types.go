@@ -77,20 +77,11 @@ func (c Cache) Fresh(now time.Time) bool {
 	return now.Before(c.Received.Add(c.TTL()))
 }
 
-// LogLevel is a syslog severity, for server log messages.
+// LogLevel is the severity of a server log message, one of the eight of
+// RFC 5424 as MCP spells them, least severe first: "debug", "info",
+// "notice", "warning", "error", "critical", "alert", "emergency". (Logging
+// is deprecated in the 2026-07-28 revision, and still MCP.)
 type LogLevel string
-
-// Log levels, least severe first.
-const (
-	LogDebug     LogLevel = "debug"
-	LogInfo      LogLevel = "info"
-	LogNotice    LogLevel = "notice"
-	LogWarning   LogLevel = "warning"
-	LogError     LogLevel = "error"
-	LogCritical  LogLevel = "critical"
-	LogAlert     LogLevel = "alert"
-	LogEmergency LogLevel = "emergency"
-)
 
 // LogMessage is a notifications/message from the server.
 type LogMessage struct {

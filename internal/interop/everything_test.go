@@ -157,7 +157,7 @@ func TestServerEverything(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if err := c.SetLogLevel(ctx, snodo.LogError); err != nil {
+	if err := c.SetLogLevel(ctx, "error"); err != nil {
 		t.Error(err)
 	}
 }

@@ -43,9 +43,9 @@ func TestGoSDKModern(t *testing.T) {
 		t.Errorf("multi: %q", got)
 	}
 	// Per-request log level.
-	mustCall(t, c, "log", nil, snodo.WithLogLevel(snodo.LogDebug))
+	mustCall(t, c, "log", nil, snodo.WithLogLevel("debug"))
 	mu.Lock()
-	if len(logs) != 1 || logs[0].Level != snodo.LogWarning || logs[0].Logger != "interop" {
+	if len(logs) != 1 || logs[0].Level != "warning" || logs[0].Logger != "interop" {
 		t.Errorf("logs %+v", logs)
 	}
 	mu.Unlock()
@@ -89,7 +89,7 @@ func TestGoSDKLegacy(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if err := c.SetLogLevel(ctx, snodo.LogDebug); err != nil {
+	if err := c.SetLogLevel(ctx, "debug"); err != nil {
 		t.Fatal(err)
 	}
 	mustCall(t, c, "log", nil)

@@ -25,10 +25,10 @@ func TestGoSDKLegacyPerCallLogLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCall(t, c, "log", nil, snodo.WithLogLevel(snodo.LogWarning))
+	mustCall(t, c, "log", nil, snodo.WithLogLevel("warning"))
 	mu.Lock()
 	defer mu.Unlock()
-	if len(logs) != 1 || logs[0].Level != snodo.LogWarning || logs[0].Logger != "interop" {
+	if len(logs) != 1 || logs[0].Level != "warning" || logs[0].Logger != "interop" {
 		t.Errorf("logs %+v", logs)
 	}
 }
