@@ -26,8 +26,9 @@
 // 2026-07-28 extension io.modelcontextprotocol/tasks — is followed to its
 // end by CallTool: it polls at the server's interval, within bounds, answers
 // the task's input requests with the same Handlers, and returns the
-// result. WithTask returns the task instead, for GetTask, WaitTask,
-// TaskResult, CancelTask and Tasks.
+// result. WithTask returns the task instead (a *tasks.Task, package
+// github.com/snodo/snodo/tasks), for GetTask, WaitTask, CancelTask and
+// Tasks.
 //
 // Every failure is a *Error (jsonrpc.Error): kind, code, message, data,
 // cause; errors.Is and errors.As work.

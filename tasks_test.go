@@ -17,6 +17,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 	"github.com/snodo/snodo/transport"
 )
 
@@ -147,7 +148,7 @@ func TestTaskWaitByDefault(t *testing.T) {
 			}
 		}
 		var statuses []string
-		res, err := c.CallTool(ctx, "slow", map[string]string{"topic": "x"}, snodo.WithTaskStatus(func(tk snodo.Task) {
+		res, err := c.CallTool(ctx, "slow", map[string]string{"topic": "x"}, snodo.WithTaskStatus(func(tk tasks.Task) {
 			statuses = append(statuses, string(tk.Status)+":"+tk.StatusMessage)
 		}))
 		if err != nil || len(res.Content) != 1 || res.Content[0].Text != "done" {
@@ -270,36 +271,27 @@ func TestTaskHandle(t *testing.T) {
 			return noMore(fc)
 		})
 		ctx := context.Background()
-		var h snodo.Task
+		var h tasks.Task
 		res, err := c.CallTool(ctx, "slow", nil, snodo.WithTask(&h))
 		if err != nil || res != nil {
 			t.Fatalf("CallTool WithTask: %+v %v", res, err)
 		}
-		if h.TaskID != "h-1" || h.Status != snodo.TaskWorking || h.StatusMessage != "queued" || h.PollInterval() != 5*time.Second || h.TTLMs == nil || *h.TTLMs != 60000 {
+		if h.TaskID != "h-1" || h.Status != tasks.Working || h.StatusMessage != "queued" || h.PollInterval() != 5*time.Second || h.TTLMs == nil || *h.TTLMs != 60000 {
 			t.Errorf("handle %+v", h)
 		}
 		if len(f.sent("tasks/get")) != 0 {
 			t.Error("the handle was polled")
 		}
 		got, err := c.GetTask(ctx, "h-1")
-		if err != nil || got.Status != snodo.TaskWorking {
+		if err != nil || got.Status != tasks.Working {
 			t.Errorf("GetTask: %+v %v", got, err)
 		}
-		if modern {
-			_, err := c.TaskResult(ctx, "h-1")
-			if !errors.Is(err, snodo.ErrTaskNotFinished) {
-				t.Errorf("TaskResult of a working task: %v", err)
-			}
-		}
 		status = "completed"
-		if res, err := c.TaskResult(ctx, "h-1"); err != nil || res.Content[0].Text != "done" {
-			t.Errorf("TaskResult: %+v %v", res, err)
-		}
 		if res, err := c.WaitTask(ctx, "h-1"); err != nil || res.Content[0].Text != "done" {
 			t.Errorf("WaitTask: %+v %v", res, err)
 		}
 		ct, err := c.CancelTask(ctx, "h-1")
-		if err != nil || ct.TaskID != "h-1" || (!modern && ct.Status != snodo.TaskCancelled) {
+		if err != nil || ct.TaskID != "h-1" || (!modern && ct.Status != tasks.Cancelled) {
 			t.Errorf("CancelTask: %+v %v", ct, err)
 		}
 		for _, m := range []string{"tasks/get", "tasks/cancel"} {
@@ -320,7 +312,7 @@ func TestTaskHandle(t *testing.T) {
 // not forbid tasks; nothing is sent otherwise.
 func TestTaskHandleRefusedWithoutCapability(t *testing.T) {
 	c, f := connectTasks(t, false, `{"tools":{}}`, noMore)
-	var h snodo.Task
+	var h tasks.Task
 	if _, err := c.CallTool(context.Background(), "slow", nil, snodo.WithTask(&h)); err == nil || !contains(err.Error(), "tasks.requests.tools.call") {
 		t.Errorf("WithTask without the capability: %v", err)
 	}
@@ -368,7 +360,7 @@ func TestTaskPollIntervalBounds(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		var h snodo.Task
+		var h tasks.Task
 		if _, err := c.CallTool(context.Background(), "slow", nil, snodo.WithTask(&h)); err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +467,7 @@ func TestTaskFailed(t *testing.T) {
 		}
 		end = "cancelled"
 		_, err = c.CallTool(context.Background(), "slow", nil)
-		if !errors.Is(err, snodo.ErrTaskCancelled) || !contains(err.Error(), "by operator") {
+		if !errors.Is(err, tasks.ErrCancelled) || !contains(err.Error(), "by operator") {
 			t.Errorf("cancelled task: %v", err)
 		}
 		if len(f.sent("tasks/cancel")) != 0 {
@@ -609,7 +601,7 @@ func TestTaskStatusNotifications(t *testing.T) {
 		}
 		var statuses []string
 		var progress []snodo.Progress
-		opts := []snodo.CallOption{snodo.WithTaskStatus(func(tk snodo.Task) {
+		opts := []snodo.CallOption{snodo.WithTaskStatus(func(tk tasks.Task) {
 			statuses = append(statuses, tk.StatusMessage)
 			if tk.StatusMessage == "still going" {
 				// Seen: now the server finishes, and says so.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 	"iter"
 	"reflect"
 	"sync"
@@ -193,7 +194,7 @@ type toolCall struct {
 }
 
 // handle is the task the caller asked for with WithTask, or nil.
-func (tc toolCall) handle() *Task {
+func (tc toolCall) handle() *tasks.Task {
 	if tc.cc.tasks != nil {
 		return tc.cc.tasks.handle
 	}

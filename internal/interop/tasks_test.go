@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/tasks"
 )
 
 // The client against server-everything's task tool simulate-research-query
@@ -41,7 +42,7 @@ func TestServerEverythingTasks(t *testing.T) {
 	for range 100 {
 		gaveUp, stop := context.WithCancel(ctx)
 		var res *snodo.CallToolResult
-		res, err = c.CallTool(gaveUp, "simulate-research-query", map[string]any{"topic": "quit"}, snodo.WithTaskStatus(func(tk snodo.Task) {
+		res, err = c.CallTool(gaveUp, "simulate-research-query", map[string]any{"topic": "quit"}, snodo.WithTaskStatus(func(tk tasks.Task) {
 			id = tk.TaskID
 			stop()
 		}))
@@ -55,7 +56,7 @@ func TestServerEverythingTasks(t *testing.T) {
 		t.Fatalf("given-up call: %v (task %q)", err, id)
 	}
 	got, err := c.GetTask(ctx, id)
-	if err != nil || got.Status != snodo.TaskCancelled {
+	if err != nil || got.Status != tasks.Cancelled {
 		t.Fatalf("the abandoned task: %+v %v", got, err)
 	}
 
@@ -84,7 +85,7 @@ func TestServerEverythingTasks(t *testing.T) {
 
 	var mu sync.Mutex
 	var messages []string
-	status := snodo.WithTaskStatus(func(tk snodo.Task) {
+	status := snodo.WithTaskStatus(func(tk tasks.Task) {
 		mu.Lock()
 		messages = append(messages, string(tk.Status)+": "+tk.StatusMessage)
 		mu.Unlock()
@@ -112,9 +113,9 @@ func TestServerEverythingTasks(t *testing.T) {
 	}
 	mu.Unlock()
 
-	var h snodo.Task
+	var h tasks.Task
 	res, err := c.CallTool(ctx, "simulate-research-query", map[string]any{"topic": "later"}, snodo.WithTask(&h))
-	if err != nil || res != nil || h.TaskID == "" || h.Status != snodo.TaskWorking || h.PollInterval() != time.Second {
+	if err != nil || res != nil || h.TaskID == "" || h.Status != tasks.Working || h.PollInterval() != time.Second {
 		t.Fatalf("WithTask: %+v %v, handle %+v", res, err, h)
 	}
 	listed := false
@@ -128,7 +129,7 @@ func TestServerEverythingTasks(t *testing.T) {
 		t.Errorf("tasks/list does not list %s", h.TaskID)
 	}
 	ct, err := c.CancelTask(ctx, h.TaskID)
-	if err != nil || ct.Status != snodo.TaskCancelled {
+	if err != nil || ct.Status != tasks.Cancelled {
 		t.Errorf("CancelTask: %+v %v", ct, err)
 	}
 }
