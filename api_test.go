@@ -89,8 +89,8 @@ func TestLegacyDialectAddsNothingPerRequest(t *testing.T) {
 	if p := f.sent("tools/call")[0].param("_meta"); p != nil {
 		t.Errorf("legacy request carries _meta %s", p)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" {
-		t.Errorf("dialect %v %s", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" {
+		t.Errorf("dialect %v %s", c.Server().Era, c.Server().ProtocolVersion)
 	}
 }
 

@@ -378,20 +378,40 @@ func validSessionID(id string) bool {
 // sessionDeleteTimeout bounds the DELETE of the session at Close.
 const sessionDeleteTimeout = 5 * time.Second
 
-// Era returns the connection's protocol era: EraLegacy or EraModern.
-func (c *Client) Era() Era { return c.dialect.Era() }
+// Handshake is what the client and the server settled when the client
+// connected: the era and version they speak, and what the server said of
+// itself, in the server/discover answer (2026-07-28) or the initialize
+// result (legacy). Its maps and raw JSON are the client's own: read them,
+// do not change them.
+type Handshake struct {
+	// Era is the connection's protocol era: EraLegacy or EraModern.
+	Era Era
+	// ProtocolVersion is the negotiated protocol version.
+	ProtocolVersion string
+	// Implementation is the server's name and version, as it reported
+	// them (serverInfo).
+	Implementation Implementation
+	// Capabilities are the server's capabilities.
+	Capabilities ServerCapabilities
+	// Instructions are the server's instructions, if any.
+	Instructions string
+	// Discovered is the result of the server/discover probe that opened a
+	// modern connection, and nil for a legacy one.
+	Discovered *DiscoverResult
+}
 
-// ProtocolVersion returns the negotiated protocol version.
-func (c *Client) ProtocolVersion() string { return c.dialect.ProtocolVersion() }
-
-// ServerInfo returns the server's name and version, as it reported them.
-func (c *Client) ServerInfo() Implementation { return c.serverInfo }
-
-// Capabilities returns the server's capabilities.
-func (c *Client) Capabilities() ServerCapabilities { return c.capabilities }
-
-// Instructions returns the server's instructions, if any.
-func (c *Client) Instructions() string { return c.instructions }
+// Server returns what the client and the server settled when the client
+// connected (see Handshake).
+func (c *Client) Server() Handshake {
+	return Handshake{
+		Era:             c.dialect.Era(),
+		ProtocolVersion: c.dialect.ProtocolVersion(),
+		Implementation:  c.serverInfo,
+		Capabilities:    c.capabilities,
+		Instructions:    c.instructions,
+		Discovered:      c.discovered,
+	}
+}
 
 // Close ends the client's subscriptions, cancels the handlers still running
 // for server requests and input requests (their calls return a -32000

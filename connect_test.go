@@ -21,17 +21,17 @@ func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" {
-		t.Errorf("era %v version %s, want modern 2026-07-28", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraModern || c.Server().ProtocolVersion != "2026-07-28" {
+		t.Errorf("era %v version %s, want modern 2026-07-28", c.Server().Era, c.Server().ProtocolVersion)
 	}
-	if c.ServerInfo().Name != "fake" || c.ServerInfo().Version != "1.2.3" {
-		t.Errorf("server info %+v", c.ServerInfo())
+	if c.Server().Implementation.Name != "fake" || c.Server().Implementation.Version != "1.2.3" {
+		t.Errorf("server info %+v", c.Server().Implementation)
 	}
-	if c.Capabilities().Tools == nil || !c.Capabilities().Tools.ListChanged || c.Capabilities().Resources == nil || !c.Capabilities().Resources.Subscribe {
-		t.Errorf("capabilities %+v", c.Capabilities())
+	if c.Server().Capabilities.Tools == nil || !c.Server().Capabilities.Tools.ListChanged || c.Server().Capabilities.Resources == nil || !c.Server().Capabilities.Resources.Subscribe {
+		t.Errorf("capabilities %+v", c.Server().Capabilities)
 	}
-	if c.Instructions() != "be nice" {
-		t.Errorf("instructions %q", c.Instructions())
+	if c.Server().Instructions != "be nice" {
+		t.Errorf("instructions %q", c.Server().Instructions)
 	}
 	if got := f.methods(); !slices.Equal(got, []string{"server/discover"}) {
 		t.Errorf("sent %v, want only server/discover", got)
@@ -43,8 +43,8 @@ func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
 	if d.Opts.Timeout != 5*time.Second {
 		t.Errorf("probe timeout %v, want 5s", d.Opts.Timeout)
 	}
-	if c.Discovered() == nil || c.Discovered().TTL() != time.Second || c.Discovered().Scope != "public" {
-		t.Errorf("discover cache hints not exposed: %+v", c.Discovered())
+	if c.Server().Discovered == nil || c.Server().Discovered.TTL() != time.Second || c.Server().Discovered.Scope != "public" {
+		t.Errorf("discover cache hints not exposed: %+v", c.Server().Discovered)
 	}
 }
 
@@ -56,8 +56,8 @@ func TestConnectOtherProbeErrorFallsBackToInitialize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-06-18" {
-		t.Errorf("era %v version %s, want legacy 2025-06-18", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-06-18" {
+		t.Errorf("era %v version %s, want legacy 2025-06-18", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	if got := f.methods(); !slices.Equal(got, []string{"server/discover", "initialize"}) {
 		t.Errorf("sent %v", got)
@@ -69,8 +69,8 @@ func TestConnectOtherProbeErrorFallsBackToInitialize(t *testing.T) {
 	if len(f.notifications) != 1 || f.notifications[0].Method != "notifications/initialized" {
 		t.Errorf("notifications %v, want notifications/initialized", f.notifications)
 	}
-	if c.ServerInfo().Name != "legacy-fake" || c.Instructions() != "legacy hello" || c.Capabilities().Prompts == nil {
-		t.Errorf("server info %+v, instructions %q", c.ServerInfo(), c.Instructions())
+	if c.Server().Implementation.Name != "legacy-fake" || c.Server().Instructions != "legacy hello" || c.Server().Capabilities.Prompts == nil {
+		t.Errorf("server info %+v, instructions %q", c.Server().Implementation, c.Server().Instructions)
 	}
 }
 
@@ -89,8 +89,8 @@ func TestConnectProbeTimeoutFallsBackToInitialize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy {
-		t.Errorf("era %v, want legacy", c.Era())
+	if c.Server().Era != snodo.EraLegacy {
+		t.Errorf("era %v, want legacy", c.Server().Era)
 	}
 	if got := f.sent("server/discover")[0].Opts.Timeout; got != 20*time.Millisecond {
 		t.Errorf("probe timeout %v, want the configured 20ms", got)
@@ -142,8 +142,8 @@ func TestConnectUnsupportedVersionListingLegacyVersionsUsesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-06-18" {
-		t.Fatalf("era %v version %s, want legacy 2025-06-18", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-06-18" {
+		t.Fatalf("era %v version %s, want legacy 2025-06-18", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	if n := len(f.sent("server/discover")); n != 1 {
 		t.Errorf("server/discover sent %d times, want 1", n)
@@ -171,8 +171,8 @@ func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
 		c, err := snodo.Connect(context.Background(), newFake(t, legacyServer(v, noMore)), nil)
 		if err != nil {
 			t.Errorf("%s: err %v", v, err)
-		} else if c.ProtocolVersion() != v {
-			t.Errorf("%s: negotiated %s", v, c.ProtocolVersion())
+		} else if c.Server().ProtocolVersion != v {
+			t.Errorf("%s: negotiated %s", v, c.Server().ProtocolVersion)
 		}
 	}
 	for _, v := range []string{"2026-07-28", "2099-01-01", ""} {
@@ -192,7 +192,7 @@ func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
 func TestConnectForcedEraAndVersion(t *testing.T) {
 	f := newFake(t, legacyServer("2025-11-25", noMore))
 	c, err := snodo.Connect(context.Background(), f, &snodo.Options{Era: snodo.EraLegacy})
-	if err != nil || c.Era() != snodo.EraLegacy {
+	if err != nil || c.Server().Era != snodo.EraLegacy {
 		t.Fatalf("forced legacy: %v", err)
 	}
 	if len(f.sent("server/discover")) != 0 {
@@ -201,7 +201,7 @@ func TestConnectForcedEraAndVersion(t *testing.T) {
 
 	f = newFake(t, legacyServer("2025-06-18", noMore))
 	c, err = snodo.Connect(context.Background(), f, &snodo.Options{ProtocolVersion: "2025-06-18"})
-	if err != nil || c.ProtocolVersion() != "2025-06-18" {
+	if err != nil || c.Server().ProtocolVersion != "2025-06-18" {
 		t.Fatalf("forced 2025-06-18: %v", err)
 	}
 	if got := string(f.sent("initialize")[0].param("protocolVersion")); got != `"2025-06-18"` {
@@ -291,8 +291,8 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" {
-		t.Errorf("era %v version %s", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraModern || c.Server().ProtocolVersion != "2026-07-28" {
+		t.Errorf("era %v version %s", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	if n := len(f.sent("server/discover")); n != 2 || len(f.sent("initialize")) != 0 {
 		t.Errorf("%d probes, %d initialize", n, len(f.sent("initialize")))
@@ -306,8 +306,8 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ProtocolVersion() != "2027-01-01" {
-		t.Errorf("version %s, want 2027-01-01", c.ProtocolVersion())
+	if c.Server().ProtocolVersion != "2027-01-01" {
+		t.Errorf("version %s, want 2027-01-01", c.Server().ProtocolVersion)
 	}
 	f = newFake(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
@@ -316,8 +316,8 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ProtocolVersion() != "2026-07-28" {
-		t.Errorf("version %s, want 2026-07-28", c.ProtocolVersion())
+	if c.Server().ProtocolVersion != "2026-07-28" {
+		t.Errorf("version %s, want 2026-07-28", c.Server().ProtocolVersion)
 	}
 }
 
@@ -337,8 +337,8 @@ func TestConnectNonDiscoverResultFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-03-26" {
-		t.Errorf("era %v version %s", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-03-26" {
+		t.Errorf("era %v version %s", c.Server().Era, c.Server().ProtocolVersion)
 	}
 }
 
@@ -363,8 +363,8 @@ func TestConnectUnsupportedVersionListingTheSameVersionRetriesOnce(t *testing.T)
 		switch {
 		case rejections == 1 && err != nil:
 			t.Fatalf("one -32022 naming 2026-07-28: %v, want a retry that connects", err)
-		case rejections == 1 && (c.ProtocolVersion() != "2026-07-28" || len(f.sent("server/discover")) != 2):
-			t.Errorf("version %s after %d probes", c.ProtocolVersion(), len(f.sent("server/discover")))
+		case rejections == 1 && (c.Server().ProtocolVersion != "2026-07-28" || len(f.sent("server/discover")) != 2):
+			t.Errorf("version %s after %d probes", c.Server().ProtocolVersion, len(f.sent("server/discover")))
 		case rejections == 2 && !errors.Is(err, snodo.ErrUnsupportedVersion):
 			t.Fatalf("two -32022: %v, want ErrUnsupportedVersion", err)
 		case rejections == 2 && len(f.sent("server/discover")) != 2:

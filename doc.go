@@ -9,7 +9,7 @@
 //
 // Connect probes the server with server/discover and falls back to
 // initialize for a legacy server; the chosen era and version are kept for
-// the connection (Client.Era, Client.ProtocolVersion), and every request is
+// the connection (Client.Server: Era, ProtocolVersion), and every request is
 // built for them. The typed API covers what a client calls —
 // tools, resources, prompts, completion, and the legacy-only ping,
 // logging/setLevel and resources/subscribe — with iter.Seq2 iterators over

@@ -26,7 +26,7 @@ func ExampleConnect() {
 	}
 	defer client.Close()
 
-	fmt.Println(client.Era(), client.ProtocolVersion(), client.ServerInfo().Name)
+	fmt.Println(client.Server().Era, client.Server().ProtocolVersion, client.Server().Implementation.Name)
 	// Output: modern 2026-07-28 interop-gosdk
 }
 
@@ -89,7 +89,7 @@ func ExampleHandlerFunc() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(client.Era(), res.Content[0].Text)
+		fmt.Println(client.Server().Era, res.Content[0].Text)
 		client.Close()
 	}
 	// Output:

@@ -111,7 +111,7 @@ func TestLogHookInBothEras(t *testing.T) {
 		c, f := connect(t, noMore, &snodo.Options{OnLog: func(m snodo.LogMessage) { got = append(got, m) }})
 		f.notify("notifications/message", `{"level":"error","logger":"db","data":{"error":"down"}}`)
 		if len(got) != 1 || got[0].Level != "error" || got[0].Logger != "db" || string(got[0].Data) != `{"error":"down"}` {
-			t.Errorf("%v: log %+v", c.Era(), got)
+			t.Errorf("%v: log %+v", c.Server().Era, got)
 		}
 	}
 	// Without a hook, nothing breaks.

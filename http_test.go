@@ -127,8 +127,8 @@ func TestHTTPLegacySession(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Era() != snodo.EraLegacy {
-				t.Fatalf("era %v", c.Era())
+			if c.Server().Era != snodo.EraLegacy {
+				t.Fatalf("era %v", c.Server().Era)
 			}
 			if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 				t.Fatal(err)

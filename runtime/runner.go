@@ -343,7 +343,8 @@ func (r *Runner) connect(ctx context.Context) error {
 		return err
 	}
 	r.client = c
-	r.log.Debug("connected", "era", c.Era(), "version", c.ProtocolVersion(), "server", c.ServerInfo())
+	srv := c.Server()
+	r.log.Debug("connected", "era", srv.Era, "version", srv.ProtocolVersion, "server", srv.Implementation)
 	return nil
 }
 

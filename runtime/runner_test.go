@@ -80,7 +80,7 @@ func TestOneWasmHandlerAnswersDemoElicitationInBothEras(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rt.Client().Era().String(); got != era {
+			if got := rt.Client().Server().Era.String(); got != era {
 				t.Errorf("connected in the %s era, want %s", got, era)
 			}
 			res, err := rt.Client().CallTool(ctx, "register", nil)

@@ -101,7 +101,8 @@ func (a *app) proxyCmd() *cobra.Command {
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
 			s.runner.WrapModule = p.AuditModule
 			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
-				a.logger.Debug("proxy serving", "era", rt.Client().Era(), "version", rt.Client().ProtocolVersion(), "forwarded", forwardedMethods(native, p))
+				srv := rt.Client().Server()
+				a.logger.Debug("proxy serving", "era", srv.Era, "version", srv.ProtocolVersion, "forwarded", forwardedMethods(native, p))
 				return p.Serve(ctx, rt.Client())
 			})
 		},

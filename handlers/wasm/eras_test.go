@@ -57,8 +57,8 @@ func TestSameWasmHandlerAnswersLegacyAndModernServers(t *testing.T) {
 			if role == "gosdk-legacy" {
 				wantEra = snodo.EraLegacy
 			}
-			if c.Era() != wantEra {
-				t.Fatalf("era %v, want %v", c.Era(), wantEra)
+			if c.Server().Era != wantEra {
+				t.Fatalf("era %v, want %v", c.Server().Era, wantEra)
 			}
 			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()

@@ -49,8 +49,8 @@ func TestServerEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" || c.ServerInfo().Name != "mcp-servers/everything" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" || c.Server().Implementation.Name != "mcp-servers/everything" {
+		t.Fatalf("era %v version %s server %+v", c.Server().Era, c.Server().ProtocolVersion, c.Server().Implementation)
 	}
 
 	// The tools that need client capabilities are registered once the

@@ -29,11 +29,11 @@ func TestGoSDKModern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" || c.ServerInfo().Name != "interop-gosdk" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if c.Server().Era != snodo.EraModern || c.Server().ProtocolVersion != "2026-07-28" || c.Server().Implementation.Name != "interop-gosdk" {
+		t.Fatalf("era %v version %s server %+v", c.Server().Era, c.Server().ProtocolVersion, c.Server().Implementation)
 	}
-	if c.Instructions() != "Interop server for Snodo." {
-		t.Errorf("instructions %q", c.Instructions())
+	if c.Server().Instructions != "Interop server for Snodo." {
+		t.Errorf("instructions %q", c.Server().Instructions)
 	}
 	exerciseCommon(t, c)
 
@@ -81,8 +81,8 @@ func TestGoSDKLegacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" {
-		t.Fatalf("era %v version %s", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" {
+		t.Fatalf("era %v version %s", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	exerciseCommon(t, c)
 	ctx := context.Background()
@@ -164,7 +164,7 @@ func exerciseCommon(t *testing.T, c *snodo.Client) {
 	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text == nil || *rr.Contents[0].Text != "1" {
 		t.Errorf("read: %+v %v", rr, err)
 	}
-	if c.Era() == snodo.EraModern && rr.Scope == "" {
+	if c.Server().Era == snodo.EraModern && rr.Scope == "" {
 		t.Errorf("modern resources/read without cache hints: %+v", rr.Cache)
 	}
 }
@@ -191,7 +191,7 @@ func TestSameNativeHandlerAnswersLegacyAndModernServers(t *testing.T) {
 		wire := strings.Join(clientLines(t, srv.log), "\n")
 		modern := strings.Contains(wire, `"inputResponses":{"name":{"action":"accept"`)
 		if modern != (role == "gosdk-modern") {
-			t.Errorf("%s: era %v, inputResponses on the wire %v", role, c.Era(), modern)
+			t.Errorf("%s: era %v, inputResponses on the wire %v", role, c.Server().Era, modern)
 		}
 	}
 }
@@ -234,8 +234,8 @@ func TestGoSDKLegacyVersionsOnlyAnswersDiscoverWith32022(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" {
-		t.Errorf("era %v version %s, want legacy 2025-11-25", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" {
+		t.Errorf("era %v version %s, want legacy 2025-11-25", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	discovers := 0
 	for _, line := range clientLines(t, srv.log) {

@@ -119,8 +119,8 @@ var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 func TestHTTPGoSDKLegacy(t *testing.T) {
 	srv := startHTTPServer(t, legacyVersions, false)
 	c, _ := connectHTTP(t, srv.URL)
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" || c.ServerInfo().Name != "interop-gosdk" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" || c.Server().Implementation.Name != "interop-gosdk" {
+		t.Fatalf("era %v version %s server %+v", c.Server().Era, c.Server().ProtocolVersion, c.Server().Implementation)
 	}
 	exerciseCommon(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -174,8 +174,8 @@ func TestHTTPGoSDKLegacy(t *testing.T) {
 func TestHTTPGoSDKModern(t *testing.T) {
 	srv := startHTTPServer(t, []string{"2026-07-28", "2025-11-25"}, true, addRegionTool)
 	c, _ := connectHTTP(t, srv.URL)
-	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" || c.ServerInfo().Name != "interop-gosdk" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if c.Server().Era != snodo.EraModern || c.Server().ProtocolVersion != "2026-07-28" || c.Server().Implementation.Name != "interop-gosdk" {
+		t.Fatalf("era %v version %s server %+v", c.Server().Era, c.Server().ProtocolVersion, c.Server().Implementation)
 	}
 	exerciseCommon(t, c)
 	// The requests given up by timeout and by ctx (1000 steps of 50 ms)

@@ -29,8 +29,8 @@ func TestServerEverythingTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(c.Capabilities().Raw), `"tasks"`) {
-		t.Fatalf("server-everything does not offer tasks: %s", c.Capabilities().Raw)
+	if !strings.Contains(string(c.Server().Capabilities.Raw), `"tasks"`) {
+		t.Fatalf("server-everything does not offer tasks: %s", c.Server().Capabilities.Raw)
 	}
 
 	// The learn-from-the-error path first, before any tools/list: the

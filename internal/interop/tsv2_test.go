@@ -233,8 +233,8 @@ func TestTSv2OverHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if c.Era() != tc.era {
-				t.Fatalf("era %v (version %s), want %v", c.Era(), c.ProtocolVersion(), tc.era)
+			if c.Server().Era != tc.era {
+				t.Fatalf("era %v (version %s), want %v", c.Server().Era, c.Server().ProtocolVersion, tc.era)
 			}
 			if got := toolNames(t, ctx, c); got != "ask,count,grow" {
 				t.Errorf("tools: %s", got)

@@ -482,8 +482,8 @@ func (p *Proxy) initialize(hr *hostRequest) (json.RawMessage, error) {
 	return json.Marshal(map[string]any{
 		"protocolVersion": version,
 		"capabilities":    p.serverCapabilities(),
-		"serverInfo":      p.client.ServerInfo(),
-		"instructions":    p.client.Instructions(),
+		"serverInfo":      p.client.Server().Implementation,
+		"instructions":    p.client.Server().Instructions,
 	})
 }
 
@@ -492,8 +492,8 @@ func (p *Proxy) discover() (json.RawMessage, error) {
 	return json.Marshal(map[string]any{
 		"supportedVersions": modernVersions,
 		"capabilities":      p.serverCapabilities(),
-		"instructions":      p.client.Instructions(),
-		"_meta":             map[string]any{metaServerInfo: p.client.ServerInfo()},
+		"instructions":      p.client.Server().Instructions,
+		"_meta":             map[string]any{metaServerInfo: p.client.Server().Implementation},
 	})
 }
 
@@ -501,7 +501,7 @@ func (p *Proxy) discover() (json.RawMessage, error) {
 // prompts, resources, logging and completions, without subscriptions
 // capabilities the proxy does not carry.
 func (p *Proxy) serverCapabilities() map[string]any {
-	c := p.client.Capabilities()
+	c := p.client.Server().Capabilities
 	out := map[string]any{}
 	if c.Tools != nil {
 		out["tools"] = c.Tools

@@ -94,9 +94,9 @@ func dial(ctx context.Context, cfg driver.Config, era snodo.Era, elicit snodo.Ha
 		t.Close()
 		return nil, err
 	}
-	if c.Era() != era {
+	if c.Server().Era != era {
 		c.Close()
-		return nil, fmt.Errorf("connected in the %s era, want %s", c.Era(), era)
+		return nil, fmt.Errorf("connected in the %s era, want %s", c.Server().Era, era)
 	}
 	return &conn{client: c}, nil
 }

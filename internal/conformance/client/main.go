@@ -185,7 +185,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 			err = fmt.Errorf("close: %w", cerr)
 		}
 	}()
-	log.Info("connected", "era", c.Era(), "version", c.ProtocolVersion())
+	log.Info("connected", "era", c.Server().Era, "version", c.Server().ProtocolVersion)
 	s.c = c
 	return sc(ctx, s)
 }
