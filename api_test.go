@@ -312,8 +312,9 @@ func TestTypedAPIMethods(t *testing.T) {
 	}
 	cr, err := c.Complete(ctx, snodo.CompleteParams{
 		Ref:      snodo.CompletionRef{Type: "ref/prompt", Name: "p"},
-		Argument: snodo.CompletionArgument{Name: "q", Value: "o"},
-		Context:  &snodo.CompletionContext{Arguments: map[string]string{"style": "formal"}},
+		Argument: "q",
+		Value:    "o",
+		Context:  map[string]string{"style": "formal"},
 	})
 	if err != nil || !slices.Equal(cr.Completion.Values, []string{"one", "two"}) || !cr.Completion.HasMore {
 		t.Errorf("completion %+v %v", cr, err)
