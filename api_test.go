@@ -362,13 +362,7 @@ func TestLegacyOnlyMethods(t *testing.T) {
 	if err := c.SetLogLevel(ctx, "debug"); err != nil {
 		t.Error(err)
 	}
-	if err := c.Subscribe(ctx, "file:///a"); err != nil {
-		t.Error(err)
-	}
-	if err := c.Unsubscribe(ctx, "file:///a"); err != nil {
-		t.Error(err)
-	}
-	if got := f.methods()[2:]; !slices.Equal(got, []string{"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}) {
+	if got := f.methods()[2:]; !slices.Equal(got, []string{"ping", "logging/setLevel"}) {
 		t.Errorf("sent %v", got)
 	}
 	if _, err := c.Discover(ctx); !errors.Is(err, snodo.ErrNotInEra) {
@@ -377,10 +371,8 @@ func TestLegacyOnlyMethods(t *testing.T) {
 
 	m, _ := connectModern(t, noMore)
 	for name, err := range map[string]error{
-		"ping":        m.Ping(ctx),
-		"setLevel":    m.SetLogLevel(ctx, "debug"),
-		"subscribe":   m.Subscribe(ctx, "x"),
-		"unsubscribe": m.Unsubscribe(ctx, "x"),
+		"ping":     m.Ping(ctx),
+		"setLevel": m.SetLogLevel(ctx, "debug"),
 	} {
 		// The era's name, and "not supported" once.
 		if !errors.Is(err, snodo.ErrNotInEra) || !contains(err.Error(), "(modern era): not supported in this protocol era") || strings.Count(err.Error(), "not supported") != 1 {

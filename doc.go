@@ -11,9 +11,10 @@
 // initialize for a legacy server; the chosen era and version are kept for
 // the connection (Client.Server: Era, ProtocolVersion), and every request is
 // built for them. The typed API covers what a client calls —
-// tools, resources, prompts, completion, and the legacy-only ping,
-// logging/setLevel and resources/subscribe — with iter.Seq2 iterators over
-// paginated lists; Client.Request sends anything else.
+// tools, resources, prompts, completion, and the legacy-only ping and
+// logging/setLevel — with iter.Seq2 iterators over paginated lists;
+// Listen subscribes to notifications in both eras (resources/subscribe in
+// a legacy one); Client.Request sends anything else.
 //
 // Handlers are registered per method in Options.Handlers, and the client
 // advertises exactly the capabilities they answer. The same Handler
