@@ -136,11 +136,11 @@ func TestCapabilitiesFollowHandlers(t *testing.T) {
 	}{
 		{snodo.Options{}, `{}`, `{}`, `{}`, `{}`},
 		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
-		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{snodo.ElicitForm, snodo.ElicitURL}},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{"form", "url"}},
 			`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{}}`, `{}`},
-		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{snodo.ElicitURL}},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{"url"}},
 			`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}}}`, `{}`, `{}`},
-		{snodo.Options{ElicitationModes: []string{snodo.ElicitURL}}, `{}`, `{}`, `{}`, `{}`},
+		{snodo.Options{ElicitationModes: []string{"url"}}, `{}`, `{}`, `{}`, `{}`},
 		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodSamplingCreate: h, abi.MethodRootsList: h}},
 			`{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`},
 	}
@@ -243,7 +243,7 @@ func TestCallToolDecodesContentKeepingUnknownFields(t *testing.T) {
 	if ct[0].Text != "hi" || string(ct[0].Extra["x-a"]) != "true" || string(ct[0].Annotations) != `{"audience":["user"]}` {
 		t.Errorf("text %+v", ct[0])
 	}
-	if ct[1].Type != snodo.ContentImage || ct[1].Data != "aGk=" || ct[2].MIMEType != "audio/wav" {
+	if ct[1].Type != "image" || ct[1].Data != "aGk=" || ct[2].MIMEType != "audio/wav" {
 		t.Errorf("image/audio %+v %+v", ct[1], ct[2])
 	}
 	if ct[3].URI != "file:///a" || string(ct[3].Extra["icons"]) != `[{"src":"i.png"}]` {
@@ -392,12 +392,12 @@ func TestConnectCopiesOptions(t *testing.T) {
 	}
 	opts := &snodo.Options{
 		Handlers:         map[string]snodo.Handler{abi.MethodElicitationCreate: answer("first")},
-		ElicitationModes: []string{snodo.ElicitForm},
+		ElicitationModes: []string{"form"},
 	}
 	_, f := connectLegacy(t, noMore, opts)
 	opts.Handlers[abi.MethodElicitationCreate] = answer("second")
 	opts.Handlers[abi.MethodRootsList] = answer("roots")
-	opts.ElicitationModes[0] = snodo.ElicitURL
+	opts.ElicitationModes[0] = "url"
 	*opts = snodo.Options{Handlers: map[string]snodo.Handler{}}
 
 	resp := f.serverRequest(context.Background(), 1, abi.MethodElicitationCreate, elicitParams)

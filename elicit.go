@@ -15,7 +15,7 @@ import (
 // Handler to decode with ParseElicitRequest. Every string comes from the
 // server: escape it before printing it.
 type ElicitRequest struct {
-	// Mode is ElicitForm or ElicitURL (an absent mode is form).
+	// Mode is "form" or "url" (an absent mode is form).
 	Mode string `json:"mode,omitempty"`
 	// Message says why the server asks.
 	Message string `json:"message"`
@@ -36,7 +36,7 @@ func ParseElicitRequest(params json.RawMessage) (ElicitRequest, error) {
 		return r, protocolError(jsonrpc.CodeInvalidParams, err, "invalid elicitation/create params")
 	}
 	if r.Mode == "" {
-		r.Mode = ElicitForm
+		r.Mode = elicitForm
 	}
 	return r, nil
 }
@@ -95,13 +95,13 @@ func (c *config) declaresURLElicitation() bool {
 		return true
 	}
 	_, ok := c.handlers[abi.MethodElicitationCreate]
-	return ok && slices.Contains(c.elicitModes, ElicitURL)
+	return ok && slices.Contains(c.elicitModes, elicitURL)
 }
 
 // declaresFormElicitation reports whether the client answers form mode.
 func (c *config) declaresFormElicitation() bool {
 	_, ok := c.handlers[abi.MethodElicitationCreate]
-	return ok && slices.Contains(c.elicitModes, ElicitForm)
+	return ok && slices.Contains(c.elicitModes, elicitForm)
 }
 
 // checkURLElicitation checks a URL-mode request before its handler runs:
@@ -178,7 +178,7 @@ func decodeURLElicitations(data json.RawMessage) []ElicitRequest {
 			break
 		}
 		r, err := ParseElicitRequest(raw)
-		if err != nil || r.Mode != ElicitURL || r.ElicitationID == "" {
+		if err != nil || r.Mode != elicitURL || r.ElicitationID == "" {
 			continue
 		}
 		if u, err := url.Parse(r.URL); err != nil || !u.IsAbs() || u.Host == "" {

@@ -64,7 +64,7 @@ func TestURLElicitationLegacy(t *testing.T) {
 		t.Fatalf("answer %+v", resp)
 	}
 	req, err := snodo.ParseElicitRequest(urlH.params[0])
-	if err != nil || req.Mode != snodo.ElicitURL || req.URL != "https://mcp.example.com/connect?x=1" || req.ElicitationID != "e-1" || req.Message != "Connect your account" {
+	if err != nil || req.Mode != "url" || req.URL != "https://mcp.example.com/connect?x=1" || req.ElicitationID != "e-1" || req.Message != "Connect your account" {
 		t.Errorf("handler got %+v %v", req, err)
 	}
 	// Form mode still goes to the form handler.

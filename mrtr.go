@@ -95,7 +95,7 @@ func readResultType(result json.RawMessage) (*inputRequired, error) {
 func capabilityOf(method string, params json.RawMessage) string {
 	switch method {
 	case abi.MethodElicitationCreate:
-		if elicitMode(params) == ElicitURL {
+		if elicitMode(params) == elicitURL {
 			return "elicitation.url"
 		}
 		return "elicitation.form"
@@ -145,7 +145,7 @@ func elicitMode(params json.RawMessage) string {
 		mode = p.Mode
 	}
 	if mode == "" {
-		return ElicitForm
+		return elicitForm
 	}
 	return mode
 }
@@ -182,12 +182,12 @@ func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Er
 	switch method {
 	case abi.MethodElicitationCreate:
 		mode := elicitMode(params)
-		if mode == ElicitURL && c.cfg.urlElicit != nil {
+		if mode == elicitURL && c.cfg.urlElicit != nil {
 			h, ok = c.cfg.urlElicit, true
 		} else if ok && !slices.Contains(c.cfg.elicitModes, mode) {
 			ok = false
 		}
-		if ok && mode == ElicitURL {
+		if ok && mode == elicitURL {
 			if c.dialect != nil && c.dialect.ProtocolVersion() < version20251125 {
 				// URL mode came in 2025-11-25: never declared before.
 				ok = false

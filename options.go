@@ -18,10 +18,10 @@ const (
 	defaultMaxRounds    = 10
 )
 
-// Elicitation modes, for Options.ElicitationModes.
+// The elicitation modes, as MCP spells them.
 const (
-	ElicitForm = "form"
-	ElicitURL  = "url"
+	elicitForm = "form"
+	elicitURL  = "url"
 )
 
 // Options configure Connect. A nil *Options, and the zero value of any
@@ -60,9 +60,10 @@ type Options struct {
 	Handlers map[string]Handler
 
 	// ElicitationModes says which elicitation modes the elicitation
-	// handler answers (ElicitForm, ElicitURL); nil means form only. The
-	// client advertises exactly these modes (and url when URLElicitation
-	// gives a handler of its own) and refuses requests in others.
+	// handler answers, as MCP spells them ("form", "url"); nil means form
+	// only. The client advertises exactly these modes (and url when
+	// URLElicitation gives a handler of its own) and refuses requests in
+	// others.
 	ElicitationModes []string
 
 	// URLElicitation answers URL-mode elicitation requests, and declares
@@ -182,7 +183,7 @@ func newConfig(o *Options) *config {
 		timeout:           o.DefaultTimeout,
 		clientInfo:        o.ClientInfo,
 		handlers:          map[string]Handler{},
-		elicitModes:       []string{ElicitForm},
+		elicitModes:       []string{elicitForm},
 		maxServerRequests: o.MaxServerRequests, // <= 0: admit.DefaultLimit
 		maxRounds:         o.MaxRounds,
 		onLog:             o.OnLog,

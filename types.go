@@ -16,27 +16,25 @@ type Implementation struct {
 }
 
 // ServerCapabilities is what a server says it offers. A nil member means
-// the capability is absent. Raw is the capabilities object as received.
+// the capability is absent; ListChanged says the server sends the list's
+// list_changed notifications, Subscribe that it takes resources/subscribe.
+// Raw is the capabilities object as received.
 type ServerCapabilities struct {
-	Tools        *ListChangedCapability     `json:"tools,omitempty"`
-	Prompts      *ListChangedCapability     `json:"prompts,omitempty"`
-	Resources    *ResourcesCapability       `json:"resources,omitempty"`
+	Tools *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"tools,omitempty"`
+	Prompts *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"prompts,omitempty"`
+	Resources *struct {
+		Subscribe   bool `json:"subscribe,omitempty"`
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"resources,omitempty"`
 	Logging      json.RawMessage            `json:"logging,omitempty"`
 	Completions  json.RawMessage            `json:"completions,omitempty"`
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
 	Raw          json.RawMessage            `json:"-"`
-}
-
-// ListChangedCapability is the tools or prompts capability.
-type ListChangedCapability struct {
-	ListChanged bool `json:"listChanged,omitempty"`
-}
-
-// ResourcesCapability is the resources capability.
-type ResourcesCapability struct {
-	Subscribe   bool `json:"subscribe,omitempty"`
-	ListChanged bool `json:"listChanged,omitempty"`
 }
 
 func decodeCapabilities(raw json.RawMessage) (ServerCapabilities, error) {

@@ -95,7 +95,7 @@ func (a *app) proxyCmd() *cobra.Command {
 			s.runner.Native = native
 			if native[abi.MethodElicitationCreate] == p {
 				// The host decides which modes it takes.
-				s.runner.ClientOptions.ElicitationModes = []string{snodo.ElicitForm, snodo.ElicitURL}
+				s.runner.ClientOptions.ElicitationModes = []string{"form", "url"}
 				s.runner.ClientOptions.OnElicitationComplete = p.OnElicitationComplete
 			}
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification

@@ -82,16 +82,16 @@ func TestServerEverything(t *testing.T) {
 		t.Errorf("get-sum: %q", got)
 	}
 	res, err := c.CallTool(ctx, "get-tiny-image", nil)
-	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == snodo.ContentImage && c.Data != "" && c.MIMEType != "" }) {
+	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == "image" && c.Data != "" && c.MIMEType != "" }) {
 		t.Errorf("get-tiny-image: %+v %v", res, err)
 	}
 	res, err = c.CallTool(ctx, "get-resource-links", map[string]int{"count": 2})
-	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == snodo.ContentResourceLink && c.URI != "" }) {
+	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == "resource_link" && c.URI != "" }) {
 		t.Errorf("get-resource-links: %+v %v", res, err)
 	}
 	res, err = c.CallTool(ctx, "get-resource-reference", map[string]any{"resourceType": "Text", "resourceId": 1})
 	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool {
-		return c.Type == snodo.ContentResource && c.Resource != nil && c.Resource.URI != ""
+		return c.Type == "resource" && c.Resource != nil && c.Resource.URI != ""
 	}) {
 		t.Errorf("get-resource-reference: %+v %v", res, err)
 	}
@@ -185,7 +185,7 @@ func TestServerEverythingURLElicitation(t *testing.T) {
 	})
 	c, err := snodo.Connect(ctx, srv.conn, &snodo.Options{
 		Handlers:         map[string]snodo.Handler{abi.MethodElicitationCreate: h},
-		ElicitationModes: []string{snodo.ElicitForm, snodo.ElicitURL},
+		ElicitationModes: []string{"form", "url"},
 	})
 	if err != nil {
 		t.Fatal(err)

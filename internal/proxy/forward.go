@@ -203,7 +203,7 @@ const maxURLElicitations = 256
 // notifications/elicitation/complete.
 func (p *Proxy) rememberURLElicitation(params json.RawMessage) {
 	r, err := snodo.ParseElicitRequest(params)
-	if err != nil || r.Mode != snodo.ElicitURL || r.ElicitationID == "" {
+	if err != nil || r.Mode != "url" || r.ElicitationID == "" {
 		return
 	}
 	p.mu.Lock()

@@ -106,7 +106,7 @@ func (c *conn) call(ctx context.Context, name string, args any, opts ...snodo.Ca
 	if err != nil {
 		return "", err
 	}
-	if res.IsError || len(res.Content) != 1 || res.Content[0].Type != snodo.ContentText {
+	if res.IsError || len(res.Content) != 1 || res.Content[0].Type != "text" {
 		return "", fmt.Errorf("%s: unexpected result %+v", name, res)
 	}
 	return res.Content[0].Text, nil
