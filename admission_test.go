@@ -58,7 +58,7 @@ func (p *peakCounter) enter() {
 func (p *peakCounter) leave() { p.running.Add(-1) }
 
 // 10,000 input requests in one result, and as many again in a second call
-// at the same time: at most WithMaxServerRequests handlers run at once,
+// at the same time: at most Options.MaxServerRequests handlers run at once,
 // across both calls; the goroutines and the heap stay bounded (a worker
 // pool, not a goroutine per input); every input is answered exactly once.
 func TestInputRoundUnderTheLimit(t *testing.T) {

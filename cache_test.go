@@ -285,14 +285,14 @@ func TestCacheLegacyEraCachesNothing(t *testing.T) {
 	}
 }
 
-// WithResultCache(false) turns it off; WithResultCacheLimits bounds
-// entries and bytes, least recently used first.
+// Options.NoResultCache turns it off; Options.ResultCacheMaxEntries and
+// ResultCacheMaxBytes bound entries and bytes, least recently used first.
 func TestCacheOffAndLimits(t *testing.T) {
 	c, _, _, served, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
 		NoResultCache: true,
 	})
 	if a, b := firstTool(t, c, ""), firstTool(t, c, ""); a == b || served.Load() != 2 {
-		t.Error("WithResultCache(false) still cached")
+		t.Error("NoResultCache still cached")
 	}
 
 	c, _, _, served, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{

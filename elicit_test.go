@@ -97,7 +97,7 @@ func TestURLElicitationLegacy(t *testing.T) {
 	}
 }
 
-// Without WithURLElicitation, url mode follows WithElicitationModes; a
+// Without Options.URLElicitation, url mode follows Options.ElicitationModes; a
 // client that did not declare it refuses it -32602.
 func TestURLElicitationUndeclared(t *testing.T) {
 	c, f := connectLegacy(t, noMore, &snodo.Options{
@@ -163,7 +163,7 @@ func TestURLElicitationModern(t *testing.T) {
 	}
 }
 
-// sampling.tools (2025-11-25, 2026-07-28): declared with WithSamplingTools;
+// sampling.tools (2025-11-25, 2026-07-28): declared with Options.SamplingTools;
 // a request with tools is refused without it.
 func TestSamplingTools(t *testing.T) {
 	const withTools = `{"messages":[{"role":"user","content":{"type":"text","text":"weather?"}}],"maxTokens":10,"tools":[{"name":"get_weather","inputSchema":{"type":"object"}}]}`

@@ -180,6 +180,6 @@ func TestPerCallOptions(t *testing.T) {
 	})
 	_, _ = c2.CallTool(ctx, "a", nil)
 	if f2.sent("tools/call")[0].Opts.Timeout != time.Second {
-		t.Error("WithDefaultTimeout ignored")
+		t.Error("Options.DefaultTimeout ignored")
 	}
 }

@@ -339,7 +339,7 @@ func TestHTTPModernErrorAtProbeDoesNotFallBack(t *testing.T) {
 }
 
 // Initialize era: a request the server sends on the GET stream is admitted
-// by the client (its handler answers, under WithMaxServerRequests) and
+// by the client (its handler answers, under Options.MaxServerRequests) and
 // answered with a POST carrying the session.
 func TestHTTPServerRequestOnGETStream(t *testing.T) {
 	answers := make(chan httpCall, 4)

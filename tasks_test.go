@@ -244,8 +244,7 @@ func testTaskRetry(t *testing.T, asResult bool) {
 }
 
 // "A WithTask(...) CallOption for callers that want the handle instead";
-// the handle is then followed with GetTask, TaskResult, WaitTask,
-// CancelTask.
+// the handle is then followed with GetTask, WaitTask and CancelTask.
 func TestTaskHandle(t *testing.T) {
 	eras(t, func(t *testing.T, modern bool) {
 		recordPolls(t)
@@ -669,8 +668,15 @@ func TestTaskListPagination(t *testing.T) {
 	}
 
 	m, _ := connectModern(t, noMore)
-	if _, err := snodo.ListTasks(m, context.Background(), ""); !errors.Is(err, snodo.ErrNotInEra) {
-		t.Errorf("modern ListTasks: %v", err)
+	n := 0
+	for task, err := range m.Tasks(context.Background()) {
+		n++
+		if task != nil || !errors.Is(err, snodo.ErrNotInEra) {
+			t.Errorf("modern Tasks: %v %v", task, err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("modern Tasks gave %d pairs, want the one error", n)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // calls it as a task and waits, polling at the server's interval, showing
 // its status messages; with ambiguous set, the task becomes input_required
 // and the server's elicitation arrives while the client waits on
-// tasks/result. WithTask gives the handle, which GetTask, ListTasks and
+// tasks/result. WithTask gives the handle, which GetTask, Tasks and
 // CancelTask follow; a client that has not listed the tools learns from the
 // server's error; a caller that gives up cancels the task on the server.
 func TestServerEverythingTasks(t *testing.T) {
