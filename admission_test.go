@@ -58,7 +58,7 @@ func (p *peakCounter) enter() {
 func (p *peakCounter) leave() { p.running.Add(-1) }
 
 // 10,000 input requests in one result, and as many again in a second call
-// at the same time: at most WithMaxServerRequests handlers run at once,
+// at the same time: at most Options.MaxServerRequests handlers run at once,
 // across both calls; the goroutines and the heap stay bounded (a worker
 // pool, not a goroutine per input); every input is answered exactly once.
 func TestInputRoundUnderTheLimit(t *testing.T) {
@@ -79,7 +79,7 @@ func TestInputRoundUnderTheLimit(t *testing.T) {
 			return result(fc, ask)
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithHandler(abi.MethodRootsList, h), snodo.WithMaxServerRequests(limit))
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodRootsList: h}, MaxServerRequests: limit})
 
 	baseline := int64(runtime.NumGoroutine())
 	var before, after runtime.MemStats
@@ -149,7 +149,7 @@ func (b *blockingRoots) HandleRequest(ctx context.Context, _ string, _ json.RawM
 // inputRoundEnds starts callers calls whose input rounds block, ends them
 // with end, and checks that every caller returns exactly once within a
 // second, with an error that check accepts, and that no goroutine is left.
-func inputRoundEnds(t *testing.T, opts []snodo.Option, callOpts []snodo.CallOption, end func(c *snodo.Client, f *fake, cancel context.CancelFunc), check func(error) bool) {
+func inputRoundEnds(t *testing.T, opts *snodo.Options, callOpts []snodo.CallOption, end func(c *snodo.Client, f *fake, cancel context.CancelFunc), check func(error) bool) {
 	t.Helper()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	const callers, inputs, limit = 3, 50, 4
@@ -161,8 +161,13 @@ func inputRoundEnds(t *testing.T, opts []snodo.Option, callOpts []snodo.CallOpti
 		}
 		return result(fc, `{"content":[]}`)
 	}))
-	opts = append(opts, snodo.WithHandler(abi.MethodRootsList, b), snodo.WithMaxServerRequests(limit))
-	c, err := snodo.Connect(context.Background(), f, opts...)
+	o := snodo.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Handlers = map[string]snodo.Handler{abi.MethodRootsList: b}
+	o.MaxServerRequests = limit
+	c, err := snodo.Connect(context.Background(), f, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +281,9 @@ func TestInputRoundEndsWithTheConnection(t *testing.T) {
 	e.fake = newFake(t, modernServer(func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, ask)
 	}))
-	c, err := snodo.Connect(context.Background(), e, snodo.WithHandler(abi.MethodRootsList, b))
+	c, err := snodo.Connect(context.Background(), e, &snodo.Options{
+		Handlers: map[string]snodo.Handler{abi.MethodRootsList: b},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +310,7 @@ func TestInputRoundEndsWithTheConnection(t *testing.T) {
 func TestLegacyServerRequestEndsWithClose(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	b := newBlockingRoots()
-	c, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodRootsList, b))
+	c, f := connectLegacy(t, noMore, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodRootsList: b}})
 	res := make(chan *jsonrpc.Response, 1)
 	go func() { res <- f.serverRequest(context.Background(), 1, "roots/list", `{}`) }()
 	<-b.first
@@ -318,7 +325,14 @@ func TestLegacyServerRequestEndsWithClose(t *testing.T) {
 	}
 }
 
-// clienthook.ProgressConsumer: every call asks for progress; the consumer gets the
+// progressConsumer is Options whose progress consumer is f.
+func progressConsumer(f func(ctx context.Context, params json.RawMessage) error) *snodo.Options {
+	var opts snodo.Options
+	clienthook.SetProgressConsumer(&opts, f)
+	return &opts
+}
+
+// clienthook.SetProgressConsumer: every call asks for progress; the consumer gets the
 // raw params with the progressToken, which the transport is also given
 // explicitly (no re-reading of params), before any WithProgress function;
 // its error cancels the call and is the call's error.
@@ -343,13 +357,13 @@ func TestProgressConsumerSeesEveryCallsRawProgress(t *testing.T) {
 			}
 		}
 		return result(fc, `{"content":[]}`)
-	}, clienthook.ProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
+	}, progressConsumer(func(ctx context.Context, params json.RawMessage) error {
 		raw = append(raw, string(params))
 		if strings.Contains(string(params), `"progress":2`) && len(shown) > 0 {
 			return stop
 		}
 		return nil
-	}).(snodo.Option))
+	}))
 	if _, err := c.CallTool(context.Background(), "plain", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -367,14 +381,16 @@ func TestProgressConsumerSeesEveryCallsRawProgress(t *testing.T) {
 	_ = f
 }
 
-// clienthook.EventConsumer: every subscription's events pass through the consumer
+// clienthook.SetEventConsumer: every subscription's events pass through the consumer
 // before Next returns them; its stop ends the subscription cleanly.
 func TestEventConsumerSeesEverySubscription(t *testing.T) {
 	var seen []string
-	c, f := connectModern(t, noMore, clienthook.EventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
+	var opts snodo.Options
+	clienthook.SetEventConsumer(&opts, func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
 		seen = append(seen, method)
 		return method == "notifications/resources/list_changed", nil
-	}).(snodo.Option))
+	})
+	c, f := connectModern(t, noMore, &opts)
 	f.listen = func(req *jsonrpc.Request, sub *subbuf.Buffer[transport.Event]) (json.RawMessage, error) {
 		sub.Push(transport.Event{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)})
 		sub.Push(transport.Event{Method: "notifications/resources/list_changed", Params: json.RawMessage(`{}`)})

@@ -14,20 +14,28 @@ import (
 	"github.com/snodo/snodo/jsonrpc"
 )
 
-func connectModern(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts ...snodo.Option) (*snodo.Client, *fake) {
+// optionsOf is the one *snodo.Options a test helper was given, or nil.
+func optionsOf(opts []*snodo.Options) *snodo.Options {
+	if len(opts) == 0 {
+		return nil
+	}
+	return opts[0]
+}
+
+func connectModern(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts ...*snodo.Options) (*snodo.Client, *fake) {
 	t.Helper()
 	f := newFake(t, modernServer(next))
-	c, err := snodo.Connect(context.Background(), f, opts...)
+	c, err := snodo.Connect(context.Background(), f, optionsOf(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, f
 }
 
-func connectLegacy(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts ...snodo.Option) (*snodo.Client, *fake) {
+func connectLegacy(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts ...*snodo.Options) (*snodo.Client, *fake) {
 	t.Helper()
 	f := newFake(t, legacyServer("2025-11-25", next))
-	c, err := snodo.Connect(context.Background(), f, opts...)
+	c, err := snodo.Connect(context.Background(), f, optionsOf(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +47,11 @@ func connectLegacy(t *testing.T, next func(fc *fakeCall) *jsonrpc.Response, opts
 func TestModernDialectPutsMetaInEveryRequest(t *testing.T) {
 	c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"resultType":"complete","content":[]}`)
-	}, snodo.WithClientInfo(snodo.Implementation{Name: "me", Version: "9"}))
+	}, &snodo.Options{ClientInfo: snodo.Implementation{Name: "me", Version: "9"}})
 	if _, err := c.CallTool(context.Background(), "a", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CallTool(context.Background(), "b", map[string]int{"x": 1}, snodo.WithLogLevel(snodo.LogWarning)); err != nil {
+	if _, err := c.CallTool(context.Background(), "b", map[string]int{"x": 1}, snodo.WithLogLevel("warning")); err != nil {
 		t.Fatal(err)
 	}
 	for i, fc := range append(f.sent("server/discover"), f.sent("tools/call")...) {
@@ -81,8 +89,8 @@ func TestLegacyDialectAddsNothingPerRequest(t *testing.T) {
 	if p := f.sent("tools/call")[0].param("_meta"); p != nil {
 		t.Errorf("legacy request carries _meta %s", p)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" {
-		t.Errorf("dialect %v %s", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" {
+		t.Errorf("dialect %v %s", c.Server().Era, c.Server().ProtocolVersion)
 	}
 }
 
@@ -120,30 +128,32 @@ func TestModernResultType(t *testing.T) {
 func TestCapabilitiesFollowHandlers(t *testing.T) {
 	h := snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return nil, nil })
 	cases := []struct {
-		opts         []snodo.Option
+		opts         snodo.Options
 		modern       string
 		legacy       string
 		legacy0618   string
 		legacy032026 string
 	}{
-		{nil, `{}`, `{}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h)}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL)},
+		{snodo.Options{}, `{}`, `{}`, `{}`, `{}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{"form", "url"}},
 			`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{}}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitURL)},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{"url"}},
 			`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}}}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithElicitationModes(snodo.ElicitURL)}, `{}`, `{}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodSamplingCreate, h), snodo.WithHandler(abi.MethodRootsList, h)},
+		{snodo.Options{ElicitationModes: []string{"url"}}, `{}`, `{}`, `{}`, `{}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodSamplingCreate: h, abi.MethodRootsList: h}},
 			`{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`},
 	}
 	for i, tc := range cases {
-		_, f := connectModern(t, noMore, tc.opts...)
+		_, f := connectModern(t, noMore, &tc.opts)
 		if got := string(f.sent("server/discover")[0].meta("io.modelcontextprotocol/clientCapabilities")); got != tc.modern {
 			t.Errorf("%d modern: %s, want %s", i, got, tc.modern)
 		}
 		for _, lv := range []struct{ version, want string }{{"2025-11-25", tc.legacy}, {"2025-06-18", tc.legacy0618}, {"2025-03-26", tc.legacy032026}} {
 			f := newFake(t, legacyServer(lv.version, noMore))
-			if _, err := snodo.Connect(context.Background(), f, append(tc.opts, snodo.WithProtocolVersion(lv.version))...); err != nil {
+			opts := tc.opts // the case's options, with the version
+			opts.ProtocolVersion = lv.version
+			if _, err := snodo.Connect(context.Background(), f, &opts); err != nil {
 				t.Fatal(err)
 			}
 			if got := string(f.sent("initialize")[0].param("capabilities")); got != lv.want {
@@ -165,7 +175,7 @@ func TestToolsPagination(t *testing.T) {
 		_ = json.Unmarshal(fc.param("cursor"), &cursor)
 		return result(fc, pages[cursor])
 	})
-	page, err := c.ListTools(context.Background(), "")
+	page, err := snodo.ListTools(c, context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +199,7 @@ func TestToolsPagination(t *testing.T) {
 	if string(last[len(last)-1].param("cursor")) != `"p2"` {
 		t.Errorf("second page request %s", last[len(last)-1].Req.Params)
 	}
-	p2, _ := c.ListTools(context.Background(), "p2")
+	p2, _ := snodo.ListTools(c, context.Background(), "p2")
 	if p2.TTL() != 0 || p2.Fresh(p2.Received) {
 		t.Errorf("a negative ttlMs must count as 0: %v", p2.TTL())
 	}
@@ -233,7 +243,7 @@ func TestCallToolDecodesContentKeepingUnknownFields(t *testing.T) {
 	if ct[0].Text != "hi" || string(ct[0].Extra["x-a"]) != "true" || string(ct[0].Annotations) != `{"audience":["user"]}` {
 		t.Errorf("text %+v", ct[0])
 	}
-	if ct[1].Type != snodo.ContentImage || ct[1].Data != "aGk=" || ct[2].MIMEType != "audio/wav" {
+	if ct[1].Type != "image" || ct[1].Data != "aGk=" || ct[2].MIMEType != "audio/wav" {
 		t.Errorf("image/audio %+v %+v", ct[1], ct[2])
 	}
 	if ct[3].URI != "file:///a" || string(ct[3].Extra["icons"]) != `[{"src":"i.png"}]` {
@@ -267,7 +277,7 @@ func TestTypedAPIMethods(t *testing.T) {
 		return noMore(fc)
 	})
 	ctx := context.Background()
-	rl, err := c.ListResources(ctx, "")
+	rl, err := snodo.ListResources(c, ctx, "")
 	if err != nil || rl.Resources[0].URI != "file:///a" || rl.TTL() != 5*time.Millisecond {
 		t.Errorf("resources/list %+v %v", rl, err)
 	}
@@ -302,8 +312,9 @@ func TestTypedAPIMethods(t *testing.T) {
 	}
 	cr, err := c.Complete(ctx, snodo.CompleteParams{
 		Ref:      snodo.CompletionRef{Type: "ref/prompt", Name: "p"},
-		Argument: snodo.CompletionArgument{Name: "q", Value: "o"},
-		Context:  &snodo.CompletionContext{Arguments: map[string]string{"style": "formal"}},
+		Argument: "q",
+		Value:    "o",
+		Context:  map[string]string{"style": "formal"},
 	})
 	if err != nil || !slices.Equal(cr.Completion.Values, []string{"one", "two"}) || !cr.Completion.HasMore {
 		t.Errorf("completion %+v %v", cr, err)
@@ -348,16 +359,10 @@ func TestLegacyOnlyMethods(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if err := c.SetLogLevel(ctx, snodo.LogDebug); err != nil {
+	if err := c.SetLogLevel(ctx, "debug"); err != nil {
 		t.Error(err)
 	}
-	if err := c.Subscribe(ctx, "file:///a"); err != nil {
-		t.Error(err)
-	}
-	if err := c.Unsubscribe(ctx, "file:///a"); err != nil {
-		t.Error(err)
-	}
-	if got := f.methods()[2:]; !slices.Equal(got, []string{"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}) {
+	if got := f.methods()[2:]; !slices.Equal(got, []string{"ping", "logging/setLevel"}) {
 		t.Errorf("sent %v", got)
 	}
 	if _, err := c.Discover(ctx); !errors.Is(err, snodo.ErrNotInEra) {
@@ -366,14 +371,41 @@ func TestLegacyOnlyMethods(t *testing.T) {
 
 	m, _ := connectModern(t, noMore)
 	for name, err := range map[string]error{
-		"ping":        m.Ping(ctx),
-		"setLevel":    m.SetLogLevel(ctx, snodo.LogDebug),
-		"subscribe":   m.Subscribe(ctx, "x"),
-		"unsubscribe": m.Unsubscribe(ctx, "x"),
+		"ping":     m.Ping(ctx),
+		"setLevel": m.SetLogLevel(ctx, "debug"),
 	} {
 		// The era's name, and "not supported" once.
 		if !errors.Is(err, snodo.ErrNotInEra) || !contains(err.Error(), "(modern era): not supported in this protocol era") || strings.Count(err.Error(), "not supported") != 1 {
 			t.Errorf("%s in modern: %v", name, err)
 		}
+	}
+}
+
+// Connect copies its Options: changing the struct, its Handlers map or its
+// ElicitationModes slice afterwards, as a caller reusing it would, changes
+// nothing of the connected client.
+func TestConnectCopiesOptions(t *testing.T) {
+	answer := func(name string) snodo.Handler {
+		return snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"action":"accept","content":{"name":"` + name + `"}}`), nil
+		})
+	}
+	opts := &snodo.Options{
+		Handlers:         map[string]snodo.Handler{abi.MethodElicitationCreate: answer("first")},
+		ElicitationModes: []string{"form"},
+	}
+	_, f := connectLegacy(t, noMore, opts)
+	opts.Handlers[abi.MethodElicitationCreate] = answer("second")
+	opts.Handlers[abi.MethodRootsList] = answer("roots")
+	opts.ElicitationModes[0] = "url"
+	*opts = snodo.Options{Handlers: map[string]snodo.Handler{}}
+
+	resp := f.serverRequest(context.Background(), 1, abi.MethodElicitationCreate, elicitParams)
+	if resp.Error != nil || string(resp.Result) != `{"action":"accept","content":{"name":"first"}}` {
+		t.Errorf("elicitation after the options changed: %+v", resp)
+	}
+	resp = f.serverRequest(context.Background(), 2, abi.MethodRootsList, `{}`)
+	if resp.Error == nil || resp.Error.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("roots/list, added to the options after Connect: %+v, want -32601", resp)
 	}
 }

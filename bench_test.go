@@ -27,7 +27,7 @@ func (canned) Close() error { return nil }
 
 func BenchmarkCallToolModern(b *testing.B) {
 	c, err := snodo.Connect(context.Background(), canned{json.RawMessage(
-		`{"resultType":"complete","content":[{"type":"text","text":"the weather is fine"}],"structuredContent":{"t":21}}`)})
+		`{"resultType":"complete","content":[{"type":"text","text":"the weather is fine"}],"structuredContent":{"t":21}}`)}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,13 +42,13 @@ func BenchmarkCallToolModern(b *testing.B) {
 
 func BenchmarkListToolsModern(b *testing.B) {
 	c, err := snodo.Connect(context.Background(), canned{json.RawMessage(
-		`{"resultType":"complete","tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","description":"bee","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}],"ttlMs":1000,"cacheScope":"public"}`)})
+		`{"resultType":"complete","tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","description":"bee","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}],"ttlMs":1000,"cacheScope":"public"}`)}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -71,8 +71,9 @@ func (cannedLegacy) Notify(context.Context, *jsonrpc.Notification, transport.Not
 
 func BenchmarkCallToolLegacy(b *testing.B) {
 	c, err := snodo.Connect(context.Background(), cannedLegacy{canned{json.RawMessage(
-		`{"content":[{"type":"text","text":"the weather is fine"}],"structuredContent":{"t":21}}`)}},
-		snodo.WithEra(snodo.EraLegacy))
+		`{"content":[{"type":"text","text":"the weather is fine"}],"structuredContent":{"t":21}}`)}}, &snodo.Options{
+		Era: snodo.EraLegacy,
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,11 +102,9 @@ func (t inboundLegacy) SetInbound(d transport.DispatchFunc, _ transport.Notifica
 // answer and the reply, without a transport.
 func BenchmarkServerElicit(b *testing.B) {
 	var dispatch transport.DispatchFunc
-	c, err := snodo.Connect(context.Background(), inboundLegacy{cannedLegacy{canned{}}, &dispatch},
-		snodo.WithEra(snodo.EraLegacy),
-		snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"action":"accept","content":{"answer":"yes"}}`), nil
-		})))
+	c, err := snodo.Connect(context.Background(), inboundLegacy{cannedLegacy{canned{}}, &dispatch}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"action":"accept","content":{"answer":"yes"}}`), nil
+	})}, Era: snodo.EraLegacy})
 	if err != nil {
 		b.Fatal(err)
 	}

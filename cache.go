@@ -30,7 +30,7 @@ import (
 //     context) and a "public" one are both kept, and neither is seen by
 //     another Client. A result without cacheScope is taken as private; one
 //     with any other value is not kept;
-//   - within limits: at most WithResultCacheLimits entries and bytes of
+//   - within limits: at most Options.ResultCacheMaxEntries entries and bytes of
 //     result (defaults 512 and 8 MiB), least recently used dropped first;
 //     a result larger than the byte limit is not kept.
 //
@@ -49,24 +49,6 @@ type cacheConfig struct {
 }
 
 var defaultCacheConfig = cacheConfig{maxEntries: 512, maxBytes: 8 << 20}
-
-// WithResultCache turns the result cache on (the default) or off. See
-// WithoutCache for one call.
-func WithResultCache(on bool) Option { return func(c *config) { c.cache.off = !on } }
-
-// WithResultCacheLimits bounds the result cache: at most maxEntries
-// results and maxBytes bytes of them (defaults 512 and 8 MiB). A value
-// <= 0 keeps its default.
-func WithResultCacheLimits(maxEntries int, maxBytes int64) Option {
-	return func(c *config) {
-		if maxEntries > 0 {
-			c.cache.maxEntries = maxEntries
-		}
-		if maxBytes > 0 {
-			c.cache.maxBytes = maxBytes
-		}
-	}
-}
 
 // WithoutCache makes the call ask the server even when the result cache
 // holds a fresh result; the new result replaces the cached one.

@@ -66,7 +66,7 @@ func listServer(hints *atomic.Value, served *atomic.Int64) func(fc *fakeCall) *j
 	}
 }
 
-func cacheClient(t *testing.T, legacy bool, hints string, opts ...snodo.Option) (*snodo.Client, *fake, *atomic.Value, *atomic.Int64, *fakeClock) {
+func cacheClient(t *testing.T, legacy bool, hints string, opts ...*snodo.Options) (*snodo.Client, *fake, *atomic.Value, *atomic.Int64, *fakeClock) {
 	t.Helper()
 	var h atomic.Value
 	h.Store(hints)
@@ -88,7 +88,7 @@ func cacheClient(t *testing.T, legacy bool, hints string, opts ...snodo.Option) 
 
 func firstTool(t *testing.T, c *snodo.Client, cursor string, opts ...snodo.CallOption) string {
 	t.Helper()
-	res, err := c.ListTools(context.Background(), cursor, opts...)
+	res, err := snodo.ListTools(c, context.Background(), cursor, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestCacheHitWithinTTLMissAfter(t *testing.T) {
 	c, _, _, served, clock := cacheClient(t, false, `"ttlMs":1000,"cacheScope":"public"`)
 	a := firstTool(t, c, "")
 	clock.advance(999 * time.Millisecond)
-	res, err := c.ListTools(context.Background(), "")
+	res, err := snodo.ListTools(c, context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestCacheHitWithinTTLMissAfter(t *testing.T) {
 	// Mutating a result does not reach the cache.
 	res.Tools[0].Name = "changed"
 	res.Tools[0].InputSchema[0] = 'X'
-	again, err := c.ListTools(context.Background(), "")
+	again, err := snodo.ListTools(c, context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +150,9 @@ func TestCacheKeyedByMethodCursorAndURI(t *testing.T) {
 		t.Error("resources/read not cached per uri")
 	}
 	for _, f := range []func() error{
-		func() error { _, err := c.ListPrompts(ctx, ""); return err },
-		func() error { _, err := c.ListResources(ctx, ""); return err },
-		func() error { _, err := c.ListResourceTemplates(ctx, ""); return err },
+		func() error { _, err := snodo.ListPrompts(c, ctx, ""); return err },
+		func() error { _, err := snodo.ListResources(c, ctx, ""); return err },
+		func() error { _, err := snodo.ListResourceTemplates(c, ctx, ""); return err },
 	} {
 		before := served.Load()
 		if err := f(); err != nil {
@@ -211,11 +211,11 @@ func TestCacheInvalidatedByEvents(t *testing.T) {
 		out := map[string]string{}
 		out["tools"] = firstTool(t, c, "")
 		out["tools2"] = firstTool(t, c, "next")
-		p, _ := c.ListPrompts(ctx, "")
+		p, _ := snodo.ListPrompts(c, ctx, "")
 		out["prompts"] = p.Prompts[0].Name
-		r, _ := c.ListResources(ctx, "")
+		r, _ := snodo.ListResources(c, ctx, "")
 		out["resources"] = r.Resources[0].URI
-		tp, _ := c.ListResourceTemplates(ctx, "")
+		tp, _ := snodo.ListResourceTemplates(c, ctx, "")
 		out["templates"] = tp.ResourceTemplates[0].URITemplate
 		for _, u := range []string{"demo://dir", "demo://dir/file", "demo://other"} {
 			rr, _ := c.ReadResource(ctx, u)
@@ -285,15 +285,20 @@ func TestCacheLegacyEraCachesNothing(t *testing.T) {
 	}
 }
 
-// WithResultCache(false) turns it off; WithResultCacheLimits bounds
-// entries and bytes, least recently used first.
+// Options.NoResultCache turns it off; Options.ResultCacheMaxEntries and
+// ResultCacheMaxBytes bound entries and bytes, least recently used first.
 func TestCacheOffAndLimits(t *testing.T) {
-	c, _, _, served, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithResultCache(false))
+	c, _, _, served, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
+		NoResultCache: true,
+	})
 	if a, b := firstTool(t, c, ""), firstTool(t, c, ""); a == b || served.Load() != 2 {
-		t.Error("WithResultCache(false) still cached")
+		t.Error("NoResultCache still cached")
 	}
 
-	c, _, _, served, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithResultCacheLimits(2, 1<<20))
+	c, _, _, served, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
+		ResultCacheMaxEntries: 2,
+		ResultCacheMaxBytes:   1 << 20,
+	})
 	a := firstTool(t, c, "a")
 	firstTool(t, c, "b")
 	if firstTool(t, c, "a") != a { // a is now the most recently used
@@ -314,7 +319,10 @@ func TestCacheOffAndLimits(t *testing.T) {
 	}
 
 	// A byte limit smaller than one result keeps nothing.
-	c, _, _, _, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithResultCacheLimits(100, 64))
+	c, _, _, _, _ = cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
+		ResultCacheMaxEntries: 100,
+		ResultCacheMaxBytes:   64,
+	})
 	firstTool(t, c, "")
 	if snodo.CacheLen(c) != 0 {
 		t.Error("a result over the byte limit was kept")
@@ -343,7 +351,7 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 			return result(fc, `{"tools":[],"ttlMs":60000,"cacheScope":"public"}`)
 		}
 		return noMore(fc)
-	}, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler}})
 	ctx := context.Background()
 	for range 2 {
 		if _, err := c.ReadResource(ctx, "demo://x"); err != nil {
@@ -354,7 +362,7 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 		t.Errorf("a result after input rounds was cached: %d reads, %d entries", reads.Load(), snodo.CacheLen(c))
 	}
 	for _, cur := range []string{"", "p2"} {
-		if _, err := c.ListTools(ctx, cur); err != nil {
+		if _, err := snodo.ListTools(c, ctx, cur); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -362,7 +370,7 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 		t.Fatalf("%d entries, want 2", snodo.CacheLen(c))
 	}
 	var e *snodo.Error
-	if _, err := c.ListTools(ctx, "gone"); !errors.As(err, &e) || e.Code != jsonrpc.CodeInvalidParams {
+	if _, err := snodo.ListTools(c, ctx, "gone"); !errors.As(err, &e) || e.Code != jsonrpc.CodeInvalidParams {
 		t.Fatalf("cursor error %v", err)
 	}
 	if snodo.CacheLen(c) != 0 {
@@ -373,12 +381,15 @@ func TestCacheSkipsInputRoundsAndDropsPagesOnCursorError(t *testing.T) {
 // Concurrent use: hits, misses and invalidations from many goroutines
 // (run with -race).
 func TestCacheConcurrentUse(t *testing.T) {
-	c, f, _, _, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithResultCacheLimits(4, 1<<20))
+	c, f, _, _, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, &snodo.Options{
+		ResultCacheMaxEntries: 4,
+		ResultCacheMaxBytes:   1 << 20,
+	})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
 			for j := range 50 {
-				if _, err := c.ListTools(context.Background(), fmt.Sprint((i+j)%6)); err != nil {
+				if _, err := snodo.ListTools(c, context.Background(), fmt.Sprint((i+j)%6)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -413,14 +424,14 @@ func TestCacheBypassedByHeaderMismatchRefresh(t *testing.T) {
 		}
 		return 200, `{"jsonrpc":"2.0","id":ID,"result":{"content":[]}}`, nil
 	})
-	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	ctx := context.Background()
 	for range 2 {
-		if _, err := c.ListTools(ctx, ""); err != nil {
+		if _, err := snodo.ListTools(c, ctx, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

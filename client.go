@@ -29,7 +29,7 @@ type Client struct {
 	discovered   *DiscoverResult
 
 	// gate admits every server request, of either era, under
-	// WithMaxServerRequests.
+	// Options.MaxServerRequests.
 	gate *admit.Gate
 	// life ends, with its cause, at Close or when the connection stops;
 	// the handlers of server requests run under it.
@@ -55,7 +55,7 @@ type Client struct {
 	cache    *resultCache
 	elicit   urlElicitations
 
-	// ka is WithKeepalive's pinger (keepalive.go).
+	// ka is the Keepalive pinger (keepalive.go).
 	ka keepalive
 
 	closeOnce sync.Once
@@ -77,8 +77,8 @@ type Client struct {
 // server sends, such as -32020), and Connect falls back to the initialize
 // handshake, offering 2025-11-25 and
 // accepting 2024-11-05, 2025-03-26, 2025-06-18 or 2025-11-25, followed by
-// notifications/initialized. WithEra and WithProtocolVersion skip the
-// probe. The era is kept for the connection.
+// notifications/initialized. Options.Era and Options.ProtocolVersion skip
+// the probe. The era is kept for the connection.
 //
 // If t implements transport.Inbound, Connect installs the client's answerer
 // of server requests and notifications on it first. Over a transport that
@@ -88,13 +88,10 @@ type Client struct {
 //
 // See the specification's basic/transports/stdio.mdx "Backward
 // Compatibility" and basic/versioning.mdx.
-func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
+func Connect(ctx context.Context, t transport.Transport, opts *Options) (*Client, error) {
 	cfg := newConfig(opts)
 	if cfg.err != nil {
 		return nil, cfg.err
-	}
-	if cfg.maxRounds <= 0 {
-		cfg.maxRounds = defaultMaxRounds
 	}
 	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests), cache: newResultCache(cfg.cache)}
 	c.life, c.endLife = context.WithCancelCause(context.Background())
@@ -256,7 +253,7 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 				// how to reach the legacy versions it may list. Its data
 				// carries the server's list, for programs.
 				e := protocolError(jsonrpc.CodeUnsupportedProtocolVersion, ErrUnsupportedVersion,
-					"server/discover answered -32022 with supported versions %v, none of Snodo's modern versions %v; to use a legacy version the server lists, connect WithEra(EraLegacy)",
+					"server/discover answered -32022 with supported versions %v, none of Snodo's modern versions %v; to use a legacy version the server lists, connect with Options.Era set to EraLegacy",
 					data.Supported, modernVersions)
 				e.Data, _ = json.Marshal(map[string][]string{"supported": data.Supported})
 				return e
@@ -295,7 +292,7 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 }
 
 // initialize runs the legacy handshake, offering offer, or when empty the
-// version asked for with WithProtocolVersion, or latestLegacyVersion.
+// version asked for with Options.ProtocolVersion, or latestLegacyVersion.
 func (c *Client) initialize(ctx context.Context, offer string) error {
 	n, ok := c.t.(transport.Notifier)
 	if !ok {
@@ -388,20 +385,40 @@ func validSessionID(id string) bool {
 // sessionDeleteTimeout bounds the DELETE of the session at Close.
 const sessionDeleteTimeout = 5 * time.Second
 
-// Era returns the connection's protocol era: EraLegacy or EraModern.
-func (c *Client) Era() Era { return c.dialect.Era() }
+// Handshake is what the client and the server settled when the client
+// connected: the era and version they speak, and what the server said of
+// itself, in the server/discover answer (2026-07-28) or the initialize
+// result (legacy). Its maps and raw JSON are the client's own: read them,
+// do not change them.
+type Handshake struct {
+	// Era is the connection's protocol era: EraLegacy or EraModern.
+	Era Era
+	// ProtocolVersion is the negotiated protocol version.
+	ProtocolVersion string
+	// Implementation is the server's name and version, as it reported
+	// them (serverInfo).
+	Implementation Implementation
+	// Capabilities are the server's capabilities.
+	Capabilities ServerCapabilities
+	// Instructions are the server's instructions, if any.
+	Instructions string
+	// Discovered is the result of the server/discover probe that opened a
+	// modern connection, and nil for a legacy one.
+	Discovered *DiscoverResult
+}
 
-// ProtocolVersion returns the negotiated protocol version.
-func (c *Client) ProtocolVersion() string { return c.dialect.ProtocolVersion() }
-
-// ServerInfo returns the server's name and version, as it reported them.
-func (c *Client) ServerInfo() Implementation { return c.serverInfo }
-
-// Capabilities returns the server's capabilities.
-func (c *Client) Capabilities() ServerCapabilities { return c.capabilities }
-
-// Instructions returns the server's instructions, if any.
-func (c *Client) Instructions() string { return c.instructions }
+// Server returns what the client and the server settled when the client
+// connected (see Handshake).
+func (c *Client) Server() Handshake {
+	return Handshake{
+		Era:             c.dialect.Era(),
+		ProtocolVersion: c.dialect.ProtocolVersion(),
+		Implementation:  c.serverInfo,
+		Capabilities:    c.capabilities,
+		Instructions:    c.instructions,
+		Discovered:      c.discovered,
+	}
+}
 
 // Close ends the client's subscriptions, cancels the handlers still running
 // for server requests and input requests (their calls return a -32000

@@ -16,23 +16,27 @@ type CompletionRef struct {
 
 // CompleteParams are the params of completion/complete.
 type CompleteParams struct {
-	Ref      CompletionRef      `json:"ref"`
-	Argument CompletionArgument `json:"argument"`
-	// Context holds the values of arguments already resolved.
-	Context *CompletionContext `json:"context,omitempty"`
+	// Ref is the prompt or resource template whose argument is completed.
+	Ref CompletionRef
+	// Argument is the name of the argument being completed, and Value
+	// what is typed of it so far (argument.name and argument.value).
+	Argument string
+	Value    string
+	// Context holds the values of arguments already resolved, sent as
+	// context.arguments; nil sends no context.
+	Context map[string]string
 }
 
-// CompletionArgument is the argument being completed and its value so far.
-// It is an alias of the unnamed struct, so either spelling builds one.
-type CompletionArgument = struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-// CompletionContext holds the values of arguments already resolved. It is
-// an alias of the unnamed struct, so either spelling builds one.
-type CompletionContext = struct {
-	Arguments map[string]string `json:"arguments,omitempty"`
+// completeWire is CompleteParams as completion/complete spells them.
+type completeWire struct {
+	Ref      CompletionRef `json:"ref"`
+	Argument struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"argument"`
+	Context *struct {
+		Arguments map[string]string `json:"arguments,omitempty"`
+	} `json:"context,omitempty"`
 }
 
 // CompleteResult is the result of completion/complete.
@@ -47,8 +51,16 @@ type CompleteResult struct {
 
 // Complete asks the server for completions of an argument's value.
 func (c *Client) Complete(ctx context.Context, params CompleteParams, opts ...CallOption) (*CompleteResult, error) {
+	var w completeWire
+	w.Ref = params.Ref
+	w.Argument.Name, w.Argument.Value = params.Argument, params.Value
+	if params.Context != nil {
+		w.Context = &struct {
+			Arguments map[string]string `json:"arguments,omitempty"`
+		}{params.Context}
+	}
 	var res CompleteResult
-	if err := c.callTyped(ctx, "completion/complete", params, &res, opts); err != nil {
+	if err := c.callTyped(ctx, "completion/complete", w, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil

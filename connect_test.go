@@ -17,21 +17,21 @@ import (
 // the negotiated version come from the discover result; no initialize.
 func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
 	f := newFake(t, modernServer(noMore))
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" {
-		t.Errorf("era %v version %s, want modern 2026-07-28", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraModern || c.Server().ProtocolVersion != "2026-07-28" {
+		t.Errorf("era %v version %s, want modern 2026-07-28", c.Server().Era, c.Server().ProtocolVersion)
 	}
-	if c.ServerInfo().Name != "fake" || c.ServerInfo().Version != "1.2.3" {
-		t.Errorf("server info %+v", c.ServerInfo())
+	if c.Server().Implementation.Name != "fake" || c.Server().Implementation.Version != "1.2.3" {
+		t.Errorf("server info %+v", c.Server().Implementation)
 	}
-	if c.Capabilities().Tools == nil || !c.Capabilities().Tools.ListChanged || c.Capabilities().Resources == nil || !c.Capabilities().Resources.Subscribe {
-		t.Errorf("capabilities %+v", c.Capabilities())
+	if c.Server().Capabilities.Tools == nil || !c.Server().Capabilities.Tools.ListChanged || c.Server().Capabilities.Resources == nil || !c.Server().Capabilities.Resources.Subscribe {
+		t.Errorf("capabilities %+v", c.Server().Capabilities)
 	}
-	if c.Instructions() != "be nice" {
-		t.Errorf("instructions %q", c.Instructions())
+	if c.Server().Instructions != "be nice" {
+		t.Errorf("instructions %q", c.Server().Instructions)
 	}
 	if got := f.methods(); !slices.Equal(got, []string{"server/discover"}) {
 		t.Errorf("sent %v, want only server/discover", got)
@@ -43,8 +43,8 @@ func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
 	if d.Opts.Timeout != 5*time.Second {
 		t.Errorf("probe timeout %v, want 5s", d.Opts.Timeout)
 	}
-	if c.Discovered() == nil || c.Discovered().TTL() != time.Second || c.Discovered().Scope != "public" {
-		t.Errorf("discover cache hints not exposed: %+v", c.Discovered())
+	if c.Server().Discovered == nil || c.Server().Discovered.TTL() != time.Second || c.Server().Discovered.Scope != "public" {
+		t.Errorf("discover cache hints not exposed: %+v", c.Server().Discovered)
 	}
 }
 
@@ -52,12 +52,12 @@ func TestConnectDiscoverResultMakesModernConnection(t *testing.T) {
 // notifications/initialized".
 func TestConnectOtherProbeErrorFallsBackToInitialize(t *testing.T) {
 	f := newFake(t, legacyServer("2025-06-18", noMore))
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-06-18" {
-		t.Errorf("era %v version %s, want legacy 2025-06-18", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-06-18" {
+		t.Errorf("era %v version %s, want legacy 2025-06-18", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	if got := f.methods(); !slices.Equal(got, []string{"server/discover", "initialize"}) {
 		t.Errorf("sent %v", got)
@@ -69,8 +69,8 @@ func TestConnectOtherProbeErrorFallsBackToInitialize(t *testing.T) {
 	if len(f.notifications) != 1 || f.notifications[0].Method != "notifications/initialized" {
 		t.Errorf("notifications %v, want notifications/initialized", f.notifications)
 	}
-	if c.ServerInfo().Name != "legacy-fake" || c.Instructions() != "legacy hello" || c.Capabilities().Prompts == nil {
-		t.Errorf("server info %+v, instructions %q", c.ServerInfo(), c.Instructions())
+	if c.Server().Implementation.Name != "legacy-fake" || c.Server().Instructions != "legacy hello" || c.Server().Capabilities.Prompts == nil {
+		t.Errorf("server info %+v, instructions %q", c.Server().Implementation, c.Server().Instructions)
 	}
 }
 
@@ -85,12 +85,12 @@ func TestConnectProbeTimeoutFallsBackToInitialize(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	c, err := snodo.Connect(context.Background(), f, snodo.WithProbeTimeout(20*time.Millisecond))
+	c, err := snodo.Connect(context.Background(), f, &snodo.Options{ProbeTimeout: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy {
-		t.Errorf("era %v, want legacy", c.Era())
+	if c.Server().Era != snodo.EraLegacy {
+		t.Errorf("era %v, want legacy", c.Server().Era)
 	}
 	if got := f.sent("server/discover")[0].Opts.Timeout; got != 20*time.Millisecond {
 		t.Errorf("probe timeout %v, want the configured 20ms", got)
@@ -110,7 +110,7 @@ func TestConnectUnsupportedVersionNeverFallsBack(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	_, err := snodo.Connect(context.Background(), f)
+	_, err := snodo.Connect(context.Background(), f, nil)
 	if !errors.Is(err, snodo.ErrUnsupportedVersion) {
 		t.Fatalf("err %v, want ErrUnsupportedVersion", err)
 	}
@@ -138,12 +138,12 @@ func TestConnectUnsupportedVersionListingLegacyVersionsUsesThem(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-06-18" {
-		t.Fatalf("era %v version %s, want legacy 2025-06-18", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-06-18" {
+		t.Fatalf("era %v version %s, want legacy 2025-06-18", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	if n := len(f.sent("server/discover")); n != 1 {
 		t.Errorf("server/discover sent %d times, want 1", n)
@@ -158,7 +158,7 @@ func TestConnectForcedModernRefusesLegacyOnlyList(t *testing.T) {
 		}
 		return result(fc, initializeResult("2025-11-25"))
 	})
-	_, err := snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraModern))
+	_, err := snodo.Connect(context.Background(), f, &snodo.Options{Era: snodo.EraModern})
 	if !errors.Is(err, snodo.ErrUnsupportedVersion) || len(f.sent("initialize")) != 0 {
 		t.Fatalf("err %v, initialize sent %d times", err, len(f.sent("initialize")))
 	}
@@ -168,16 +168,16 @@ func TestConnectForcedModernRefusesLegacyOnlyList(t *testing.T) {
 // 2025-11-25 (anything else: a clear error)".
 func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
 	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
-		c, err := snodo.Connect(context.Background(), newFake(t, legacyServer(v, noMore)))
+		c, err := snodo.Connect(context.Background(), newFake(t, legacyServer(v, noMore)), nil)
 		if err != nil {
 			t.Errorf("%s: err %v", v, err)
-		} else if c.ProtocolVersion() != v {
-			t.Errorf("%s: negotiated %s", v, c.ProtocolVersion())
+		} else if c.Server().ProtocolVersion != v {
+			t.Errorf("%s: negotiated %s", v, c.Server().ProtocolVersion)
 		}
 	}
 	for _, v := range []string{"2026-07-28", "2099-01-01", ""} {
 		f := newFake(t, legacyServer(v, noMore))
-		_, err := snodo.Connect(context.Background(), f)
+		_, err := snodo.Connect(context.Background(), f, nil)
 		var e *snodo.Error
 		if !errors.As(err, &e) || e.Kind != jsonrpc.KindProtocol || !errors.Is(err, snodo.ErrUnsupportedVersion) {
 			t.Errorf("%q: err %v, want a protocol error", v, err)
@@ -191,8 +191,8 @@ func TestConnectAcceptsLegacyVersionsAndRefusesOthers(t *testing.T) {
 // "Options force an era or a version."
 func TestConnectForcedEraAndVersion(t *testing.T) {
 	f := newFake(t, legacyServer("2025-11-25", noMore))
-	c, err := snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraLegacy))
-	if err != nil || c.Era() != snodo.EraLegacy {
+	c, err := snodo.Connect(context.Background(), f, &snodo.Options{Era: snodo.EraLegacy})
+	if err != nil || c.Server().Era != snodo.EraLegacy {
 		t.Fatalf("forced legacy: %v", err)
 	}
 	if len(f.sent("server/discover")) != 0 {
@@ -200,8 +200,8 @@ func TestConnectForcedEraAndVersion(t *testing.T) {
 	}
 
 	f = newFake(t, legacyServer("2025-06-18", noMore))
-	c, err = snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2025-06-18"))
-	if err != nil || c.ProtocolVersion() != "2025-06-18" {
+	c, err = snodo.Connect(context.Background(), f, &snodo.Options{ProtocolVersion: "2025-06-18"})
+	if err != nil || c.Server().ProtocolVersion != "2025-06-18" {
 		t.Fatalf("forced 2025-06-18: %v", err)
 	}
 	if got := string(f.sent("initialize")[0].param("protocolVersion")); got != `"2025-06-18"` {
@@ -210,13 +210,15 @@ func TestConnectForcedEraAndVersion(t *testing.T) {
 
 	// A forced version the server does not take is an error.
 	f = newFake(t, legacyServer("2025-11-25", noMore))
-	if _, err := snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2025-06-18")); !errors.Is(err, snodo.ErrUnsupportedVersion) {
+	if _, err := snodo.Connect(context.Background(), f, &snodo.Options{
+		ProtocolVersion: "2025-06-18",
+	}); !errors.Is(err, snodo.ErrUnsupportedVersion) {
 		t.Errorf("server chose another version than the forced one: err %v", err)
 	}
 
 	// Forced modern never falls back.
 	f = newFake(t, legacyServer("2025-11-25", noMore))
-	_, err = snodo.Connect(context.Background(), f, snodo.WithEra(snodo.EraModern))
+	_, err = snodo.Connect(context.Background(), f, &snodo.Options{Era: snodo.EraModern})
 	var e *snodo.Error
 	if !errors.As(err, &e) || e.Code != jsonrpc.CodeMethodNotFound {
 		t.Errorf("forced modern against a legacy server: err %v", err)
@@ -225,7 +227,9 @@ func TestConnectForcedEraAndVersion(t *testing.T) {
 		t.Error("forced modern fell back to initialize")
 	}
 
-	if _, err := snodo.Connect(context.Background(), newFake(t, noMore), snodo.WithProtocolVersion("1999-01-01")); err == nil {
+	if _, err := snodo.Connect(context.Background(), newFake(t, noMore), &snodo.Options{
+		ProtocolVersion: "1999-01-01",
+	}); err == nil {
 		t.Error("a version Snodo does not speak was accepted")
 	}
 }
@@ -235,12 +239,12 @@ func TestConnectEraIsCached(t *testing.T) {
 	f := newFake(t, modernServer(func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"tools":[],"ttlMs":0,"cacheScope":"public"}`)
 	}))
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,7 +257,7 @@ func TestConnectEraIsCached(t *testing.T) {
 // without it cannot open an initialize-era connection."
 func TestConnectLegacyNeedsNotifier(t *testing.T) {
 	f := newFake(t, legacyServer("2025-11-25", noMore))
-	_, err := snodo.Connect(context.Background(), requestOnly{f}, snodo.WithEra(snodo.EraLegacy))
+	_, err := snodo.Connect(context.Background(), requestOnly{f}, &snodo.Options{Era: snodo.EraLegacy})
 	if err == nil || !contains(err.Error(), "notifications/initialized") {
 		t.Errorf("err %v", err)
 	}
@@ -283,12 +287,12 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 		}
 		return result(fc, discoverResult)
 	})
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" {
-		t.Errorf("era %v version %s", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraModern || c.Server().ProtocolVersion != "2026-07-28" {
+		t.Errorf("era %v version %s", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	if n := len(f.sent("server/discover")); n != 2 || len(f.sent("initialize")) != 0 {
 		t.Errorf("%d probes, %d initialize", n, len(f.sent("initialize")))
@@ -298,22 +302,22 @@ func TestConnectUnsupportedVersionRetriesWithSupportedModernVersion(t *testing.T
 	f = newFake(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"supportedVersions":["2026-07-28","2027-01-01"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
 	})
-	c, err = snodo.Connect(context.Background(), f)
+	c, err = snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ProtocolVersion() != "2027-01-01" {
-		t.Errorf("version %s, want 2027-01-01", c.ProtocolVersion())
+	if c.Server().ProtocolVersion != "2027-01-01" {
+		t.Errorf("version %s, want 2027-01-01", c.Server().ProtocolVersion)
 	}
 	f = newFake(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}`)
 	})
-	c, err = snodo.Connect(context.Background(), f)
+	c, err = snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ProtocolVersion() != "2026-07-28" {
-		t.Errorf("version %s, want 2026-07-28", c.ProtocolVersion())
+	if c.Server().ProtocolVersion != "2026-07-28" {
+		t.Errorf("version %s, want 2026-07-28", c.Server().ProtocolVersion)
 	}
 }
 
@@ -329,12 +333,12 @@ func TestConnectNonDiscoverResultFallsBack(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-03-26" {
-		t.Errorf("era %v version %s", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-03-26" {
+		t.Errorf("era %v version %s", c.Server().Era, c.Server().ProtocolVersion)
 	}
 }
 
@@ -355,12 +359,12 @@ func TestConnectUnsupportedVersionListingTheSameVersionRetriesOnce(t *testing.T)
 			}
 			return result(fc, discoverResult)
 		})
-		c, err := snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2026-07-28"))
+		c, err := snodo.Connect(context.Background(), f, &snodo.Options{ProtocolVersion: "2026-07-28"})
 		switch {
 		case rejections == 1 && err != nil:
 			t.Fatalf("one -32022 naming 2026-07-28: %v, want a retry that connects", err)
-		case rejections == 1 && (c.ProtocolVersion() != "2026-07-28" || len(f.sent("server/discover")) != 2):
-			t.Errorf("version %s after %d probes", c.ProtocolVersion(), len(f.sent("server/discover")))
+		case rejections == 1 && (c.Server().ProtocolVersion != "2026-07-28" || len(f.sent("server/discover")) != 2):
+			t.Errorf("version %s after %d probes", c.Server().ProtocolVersion, len(f.sent("server/discover")))
 		case rejections == 2 && !errors.Is(err, snodo.ErrUnsupportedVersion):
 			t.Fatalf("two -32022: %v, want ErrUnsupportedVersion", err)
 		case rejections == 2 && len(f.sent("server/discover")) != 2:

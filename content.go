@@ -8,8 +8,9 @@ import (
 )
 
 // Content is one content block of a tool result, a prompt message or a
-// sampling message: text, image, audio, resource_link or resource
-// (embedded). Type says which; the fields of the other types are empty.
+// sampling message. Type says which, as MCP spells it: "text", "image",
+// "audio", "resource_link" or "resource" (an embedded resource); the fields
+// of the other types are empty.
 //
 // Fields this version of Snodo does not know (icons, fields of newer
 // protocol versions, tool_use blocks' members) are kept in Extra, and
@@ -40,15 +41,6 @@ type Content struct {
 	// Extra holds the members this version does not know, as received.
 	Extra map[string]json.RawMessage `json:"-"`
 }
-
-// Content types.
-const (
-	ContentText         = "text"
-	ContentImage        = "image"
-	ContentAudio        = "audio"
-	ContentResourceLink = "resource_link"
-	ContentResource     = "resource"
-)
 
 type contentFields Content
 

@@ -4,7 +4,7 @@ import "github.com/snodo/snodo/abi"
 
 // Features the 2026-07-28 revision deprecates (deprecated.mdx, "Deprecated":
 // Roots, Sampling and Logging, SEP-2577). They remain fully supported in
-// every era; a client given clienthook.DeprecatedUse is told when a
+// every era; a client given clienthook.SetDeprecatedUse is told when a
 // connection uses one.
 const (
 	featureRoots    = "roots"
@@ -29,7 +29,7 @@ func deprecatedFeature(method string) (feature, name string) {
 	return "", ""
 }
 
-// noteDeprecated tells the hook of clienthook.DeprecatedUse that the
+// noteDeprecated tells the hook of clienthook.SetDeprecatedUse that the
 // connection used method, when it belongs to a deprecated feature. It
 // runs in the transport's reader or the caller's goroutine: the hook must
 // not block.

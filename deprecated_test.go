@@ -13,18 +13,25 @@ import (
 	"github.com/snodo/snodo/jsonrpc"
 )
 
-// deprecatedUses records what clienthook.DeprecatedUse reports.
+// deprecatedUses records what clienthook.SetDeprecatedUse reports.
 type deprecatedUses struct {
 	mu   sync.Mutex
 	uses []string
 }
 
-func (d *deprecatedUses) option() snodo.Option {
-	return clienthook.DeprecatedUse(func(feature, method string) {
+// options returns Options that report to d and answer methods with
+// answerAll.
+func (d *deprecatedUses) options(methods ...string) *snodo.Options {
+	o := &snodo.Options{Handlers: map[string]snodo.Handler{}}
+	for _, m := range methods {
+		o.Handlers[m] = answerAll
+	}
+	clienthook.SetDeprecatedUse(o, func(feature, method string) {
 		d.mu.Lock()
 		d.uses = append(d.uses, feature+" "+method)
 		d.mu.Unlock()
-	}).(snodo.Option)
+	})
+	return o
 }
 
 func (d *deprecatedUses) distinct() []string {
@@ -58,7 +65,7 @@ func TestDeprecatedUseLegacy(t *testing.T) {
 			return result(fc, `{}`)
 		}
 		return noMore(fc)
-	}, d.option(), snodo.WithHandler(abi.MethodSamplingCreate, answerAll), snodo.WithHandler(abi.MethodElicitationCreate, answerAll))
+	}, d.options(abi.MethodSamplingCreate, abi.MethodElicitationCreate))
 	defer c.Close()
 	ctx := context.Background()
 	if got := d.distinct(); len(got) != 0 {
@@ -94,8 +101,7 @@ func TestDeprecatedUseModernInputRequests(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":`+elicitParams+`},"s":{"method":"sampling/createMessage","params":`+samplingParams+`},"r":{"method":"roots/list","params":{}}}}`)
 		}
 		return result(fc, `{"resultType":"complete","content":[{"type":"text","text":"done"}]}`)
-	}, d.option(), snodo.WithHandler(abi.MethodSamplingCreate, answerAll), snodo.WithHandler(abi.MethodRootsList, answerAll),
-		snodo.WithHandler(abi.MethodElicitationCreate, answerAll))
+	}, d.options(abi.MethodSamplingCreate, abi.MethodRootsList, abi.MethodElicitationCreate))
 	defer c.Close()
 	if _, err := c.CallTool(context.Background(), "t", nil); err != nil {
 		t.Fatal(err)

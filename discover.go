@@ -59,7 +59,3 @@ func (c *Client) Discover(ctx context.Context, opts ...CallOption) (*DiscoverRes
 	}
 	return res, nil
 }
-
-// Discovered returns the result of the server/discover probe that opened a
-// modern connection, and nil for a legacy one.
-func (c *Client) Discovered() *DiscoverResult { return c.discovered }

@@ -9,13 +9,14 @@
 //
 // Connect probes the server with server/discover and falls back to
 // initialize for a legacy server; the chosen era and version are kept for
-// the connection (Client.Era, Client.ProtocolVersion), and every request is
+// the connection (Client.Server: Era, ProtocolVersion), and every request is
 // built for them. The typed API covers what a client calls —
-// tools, resources, prompts, completion, and the legacy-only ping,
-// logging/setLevel and resources/subscribe — with iter.Seq2 iterators over
-// paginated lists; Client.Request sends anything else.
+// tools, resources, prompts, completion, and the legacy-only ping and
+// logging/setLevel — with iter.Seq2 iterators over paginated lists;
+// Listen subscribes to notifications in both eras (resources/subscribe in
+// a legacy one); Client.Request sends anything else.
 //
-// Handlers are registered per method with WithHandler, and the client
+// Handlers are registered per method in Options.Handlers, and the client
 // advertises exactly the capabilities they answer. The same Handler
 // answers a legacy server's elicitation/create request and an input
 // request of a 2026-07-28 input_required result: the client runs the
@@ -26,8 +27,9 @@
 // 2026-07-28 extension io.modelcontextprotocol/tasks — is followed to its
 // end by CallTool: it polls at the server's interval, within bounds, answers
 // the task's input requests with the same Handlers, and returns the
-// result. WithTask returns the task instead, for GetTask, WaitTask,
-// TaskResult, CancelTask and ListTasks.
+// result. WithTask returns the task instead (a *tasks.Task, package
+// github.com/snodo/snodo/tasks), for GetTask, WaitTask, CancelTask and
+// Tasks.
 //
 // Every failure is a *Error (jsonrpc.Error): kind, code, message, data,
 // cause; errors.Is and errors.As work.

@@ -15,7 +15,7 @@ import (
 // Handler to decode with ParseElicitRequest. Every string comes from the
 // server: escape it before printing it.
 type ElicitRequest struct {
-	// Mode is ElicitForm or ElicitURL (an absent mode is form).
+	// Mode is "form" or "url" (an absent mode is form).
 	Mode string `json:"mode,omitempty"`
 	// Message says why the server asks.
 	Message string `json:"message"`
@@ -36,44 +36,10 @@ func ParseElicitRequest(params json.RawMessage) (ElicitRequest, error) {
 		return r, protocolError(jsonrpc.CodeInvalidParams, err, "invalid elicitation/create params")
 	}
 	if r.Mode == "" {
-		r.Mode = ElicitForm
+		r.Mode = elicitForm
 	}
 	return r, nil
 }
-
-// WithURLElicitation answers URL-mode elicitation requests with h, and
-// declares the url elicitation mode (2025-11-25 and later), whatever
-// WithElicitationModes says; form-mode requests still go to the
-// WithHandler(abi.MethodElicitationCreate) handler. h receives the request as sent (see
-// ParseElicitRequest: mode "url", message, url, and in 2025-11-25 the
-// elicitationId) after the client has checked that url is an absolute URL
-// and, in 2025-11-25, that elicitationId is present; it must not open the
-// URL without the user's consent. Its result is an ElicitResult without
-// content: {"action":"accept"} once the user consented to open the URL
-// (which says nothing of the outcome), "decline" or "cancel". In
-// 2026-07-28 the client then retries the request and the server says
-// whether the interaction is done; in 2025-11-25 the server may send
-// notifications/elicitation/complete (see WithElicitationCompleteHook).
-func WithURLElicitation(h Handler) Option { return func(c *config) { c.urlElicit = h } }
-
-// WithElicitationCompleteHook receives the elicitationId of each
-// notifications/elicitation/complete (2025-11-25) that completes a
-// URL-mode elicitation the client was asked on this connection; a
-// notification naming an unknown or already completed elicitation is
-// ignored, as the specification requires. It runs in the transport's
-// reader: it must not block. The 2026-07-28 revision has neither the
-// notification nor elicitationId: there a client learns the outcome by
-// retrying the request, which the client does by itself.
-func WithElicitationCompleteHook(f func(elicitationID string)) Option {
-	return func(c *config) { c.onElicitComplete = f }
-}
-
-// WithSamplingTools declares that the sampling handler supports tool use:
-// the client advertises sampling.tools (2025-11-25 and later). Without it,
-// a sampling/createMessage request with tools is refused (-32602 to a
-// legacy server request; an input request fails its call) and the handler
-// does not run.
-func WithSamplingTools() Option { return func(c *config) { c.samplingTools = true } }
 
 // maxPendingElicitations bounds the URL-mode elicitations remembered for
 // their completion notification; past it the oldest are forgotten.
@@ -129,13 +95,13 @@ func (c *config) declaresURLElicitation() bool {
 		return true
 	}
 	_, ok := c.handlers[abi.MethodElicitationCreate]
-	return ok && slices.Contains(c.elicitModes, ElicitURL)
+	return ok && slices.Contains(c.elicitModes, elicitURL)
 }
 
 // declaresFormElicitation reports whether the client answers form mode.
 func (c *config) declaresFormElicitation() bool {
 	_, ok := c.handlers[abi.MethodElicitationCreate]
-	return ok && slices.Contains(c.elicitModes, ElicitForm)
+	return ok && slices.Contains(c.elicitModes, elicitForm)
 }
 
 // checkURLElicitation checks a URL-mode request before its handler runs:
@@ -182,7 +148,7 @@ func samplingUsesTools(params json.RawMessage) bool {
 // request cannot go on until the user has opened these pages. Only entries
 // in URL mode with an absolute URL and an elicitationId are returned; ok
 // is false when err is not such an error or holds none. The client
-// remembers their elicitationIds, so that WithElicitationCompleteHook sees
+// remembers their elicitationIds, so that Options.OnElicitationComplete sees
 // their notifications/elicitation/complete; the request may be made again
 // once the user has been to the pages.
 func URLElicitationsRequired(err error) (elicitations []ElicitRequest, ok bool) {
@@ -212,7 +178,7 @@ func decodeURLElicitations(data json.RawMessage) []ElicitRequest {
 			break
 		}
 		r, err := ParseElicitRequest(raw)
-		if err != nil || r.Mode != ElicitURL || r.ElicitationID == "" {
+		if err != nil || r.Mode != elicitURL || r.ElicitationID == "" {
 			continue
 		}
 		if u, err := url.Parse(r.URL); err != nil || !u.IsAbs() || u.Host == "" {

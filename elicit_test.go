@@ -43,10 +43,11 @@ func TestURLElicitationLegacy(t *testing.T) {
 	urlH := &recorder{answer: `{"action":"accept"}`}
 	var completed []string
 	var mu sync.Mutex
-	_, f := connectLegacy(t, noMore,
-		snodo.WithHandler(abi.MethodElicitationCreate, nameHandler),
-		snodo.WithURLElicitation(urlH),
-		snodo.WithElicitationCompleteHook(func(id string) { mu.Lock(); completed = append(completed, id); mu.Unlock() }))
+	_, f := connectLegacy(t, noMore, &snodo.Options{
+		Handlers:              map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler},
+		URLElicitation:        urlH,
+		OnElicitationComplete: func(id string) { mu.Lock(); completed = append(completed, id); mu.Unlock() },
+	})
 	init := f.sent("initialize")[0]
 	var p struct {
 		Capabilities map[string]json.RawMessage `json:"capabilities"`
@@ -63,7 +64,7 @@ func TestURLElicitationLegacy(t *testing.T) {
 		t.Fatalf("answer %+v", resp)
 	}
 	req, err := snodo.ParseElicitRequest(urlH.params[0])
-	if err != nil || req.Mode != snodo.ElicitURL || req.URL != "https://mcp.example.com/connect?x=1" || req.ElicitationID != "e-1" || req.Message != "Connect your account" {
+	if err != nil || req.Mode != "url" || req.URL != "https://mcp.example.com/connect?x=1" || req.ElicitationID != "e-1" || req.Message != "Connect your account" {
 		t.Errorf("handler got %+v %v", req, err)
 	}
 	// Form mode still goes to the form handler.
@@ -96,16 +97,18 @@ func TestURLElicitationLegacy(t *testing.T) {
 	}
 }
 
-// Without WithURLElicitation, url mode follows WithElicitationModes; a
+// Without Options.URLElicitation, url mode follows Options.ElicitationModes; a
 // client that did not declare it refuses it -32602.
 func TestURLElicitationUndeclared(t *testing.T) {
-	c, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
+	c, f := connectLegacy(t, noMore, &snodo.Options{
+		Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler},
+	})
 	_ = c
 	if resp := f.serverRequest(context.Background(), 1, abi.MethodElicitationCreate, urlElicitLegacy); resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("undeclared url mode: %+v", resp)
 	}
 	urlOnly := &recorder{answer: `{"action":"decline"}`}
-	_, f2 := connectLegacy(t, noMore, snodo.WithURLElicitation(urlOnly))
+	_, f2 := connectLegacy(t, noMore, &snodo.Options{URLElicitation: urlOnly})
 	var p struct {
 		Capabilities map[string]json.RawMessage `json:"capabilities"`
 	}
@@ -128,7 +131,7 @@ func TestURLElicitationModern(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"login":{"method":"elicitation/create","params":`+urlElicitModern+`}},"requestState":"s"}`)
 		}
 		return result(fc, `{"content":[{"type":"text","text":"connected"}]}`)
-	}, snodo.WithURLElicitation(urlH), snodo.WithElicitationCompleteHook(func(string) { completed.Add(1) }))
+	}, &snodo.Options{URLElicitation: urlH, OnElicitationComplete: func(string) { completed.Add(1) }})
 	res, err := c.CallTool(context.Background(), "connect", nil)
 	if err != nil || res.Content[0].Text != "connected" {
 		t.Fatalf("%v %+v", err, res)
@@ -153,14 +156,14 @@ func TestURLElicitationModern(t *testing.T) {
 	// A URL that is not absolute fails the call; the handler does not run.
 	c2, _ := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"resultType":"input_required","inputRequests":{"login":{"method":"elicitation/create","params":{"mode":"url","url":"nope","message":"m"}}}}`)
-	}, snodo.WithURLElicitation(urlH))
+	}, &snodo.Options{URLElicitation: urlH})
 	n := urlH.count()
 	if _, err := c2.CallTool(context.Background(), "connect", nil); err == nil || !contains(err.Error(), "absolute url") || urlH.count() != n {
 		t.Errorf("bad url: %v", err)
 	}
 }
 
-// sampling.tools (2025-11-25, 2026-07-28): declared with WithSamplingTools;
+// sampling.tools (2025-11-25, 2026-07-28): declared with Options.SamplingTools;
 // a request with tools is refused without it.
 func TestSamplingTools(t *testing.T) {
 	const withTools = `{"messages":[{"role":"user","content":{"type":"text","text":"weather?"}}],"maxTokens":10,"tools":[{"name":"get_weather","inputSchema":{"type":"object"}}]}`
@@ -168,7 +171,9 @@ func TestSamplingTools(t *testing.T) {
 	sampler := &recorder{answer: `{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}`}
 	ctx := context.Background()
 
-	_, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodSamplingCreate, sampler))
+	_, f := connectLegacy(t, noMore, &snodo.Options{
+		Handlers: map[string]snodo.Handler{abi.MethodSamplingCreate: sampler},
+	})
 	var p struct {
 		Capabilities map[string]json.RawMessage `json:"capabilities"`
 	}
@@ -183,7 +188,10 @@ func TestSamplingTools(t *testing.T) {
 		t.Errorf("plain sampling: %+v", resp)
 	}
 
-	_, f = connectLegacy(t, noMore, snodo.WithHandler(abi.MethodSamplingCreate, sampler), snodo.WithSamplingTools())
+	_, f = connectLegacy(t, noMore, &snodo.Options{
+		Handlers:      map[string]snodo.Handler{abi.MethodSamplingCreate: sampler},
+		SamplingTools: true,
+	})
 	_ = json.Unmarshal(f.sent("initialize")[0].Req.Params, &p)
 	if string(p.Capabilities["sampling"]) != `{"tools":{}}` {
 		t.Errorf("sampling capability %s", p.Capabilities["sampling"])
@@ -195,16 +203,16 @@ func TestSamplingTools(t *testing.T) {
 	// 2026-07-28: in _meta, and an input request with tools fails the call
 	// without the declaration.
 	for _, declare := range []bool{false, true} {
-		opts := []snodo.Option{snodo.WithHandler(abi.MethodSamplingCreate, sampler)}
-		if declare {
-			opts = append(opts, snodo.WithSamplingTools())
+		opts := &snodo.Options{
+			Handlers:      map[string]snodo.Handler{abi.MethodSamplingCreate: sampler},
+			SamplingTools: declare,
 		}
 		c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 			if fc.param("inputResponses") == nil {
 				return result(fc, `{"resultType":"input_required","inputRequests":{"s":{"method":"sampling/createMessage","params":`+withTools+`}}}`)
 			}
 			return result(fc, `{"content":[]}`)
-		}, opts...)
+		}, opts)
 		n := sampler.count()
 		_, err := c.CallTool(ctx, "agent", nil)
 		caps := capability(t, f.sent("tools/call")[0], "sampling")
@@ -218,7 +226,11 @@ func TestSamplingTools(t *testing.T) {
 
 	// Before 2025-11-25 there is no sampling.tools to declare.
 	f = newFake(t, legacyServer("2025-06-18", noMore))
-	if _, err := snodo.Connect(ctx, f, snodo.WithProtocolVersion("2025-06-18"), snodo.WithHandler(abi.MethodSamplingCreate, sampler), snodo.WithSamplingTools()); err != nil {
+	if _, err := snodo.Connect(ctx, f, &snodo.Options{
+		Handlers:        map[string]snodo.Handler{abi.MethodSamplingCreate: sampler},
+		ProtocolVersion: "2025-06-18",
+		SamplingTools:   true,
+	}); err != nil {
 		t.Fatal(err)
 	}
 	_ = json.Unmarshal(f.sent("initialize")[0].Req.Params, &p)
@@ -240,8 +252,10 @@ func TestURLElicitationRequiredError(t *testing.T) {
 				`{"mode":"url","elicitationId":"a2","url":"javascript:alert(1)","message":"bad url"},`+
 				`{"mode":"form","elicitationId":"a3","message":"not url mode"},`+
 				`{"mode":"url","url":"https://x.example/","message":"no id"}]}`)
-	}, snodo.WithURLElicitation(&recorder{answer: `{"action":"accept"}`}),
-		snodo.WithElicitationCompleteHook(func(id string) { mu.Lock(); completed = append(completed, id); mu.Unlock() }))
+	}, &snodo.Options{
+		URLElicitation:        &recorder{answer: `{"action":"accept"}`},
+		OnElicitationComplete: func(id string) { mu.Lock(); completed = append(completed, id); mu.Unlock() },
+	})
 	_, err := c.CallTool(context.Background(), "files", nil)
 	els, ok := snodo.URLElicitationsRequired(err)
 	if !ok || len(els) != 1 || els[0].ElicitationID != "a1" || els[0].URL != "https://mcp.example.com/connect?id=a1" || els[0].Message != "Authorize" {
@@ -266,7 +280,10 @@ func TestURLElicitationRequiredError(t *testing.T) {
 func TestURLElicitationNotBefore20251125(t *testing.T) {
 	urlH := &recorder{answer: `{"action":"accept"}`}
 	f := newFake(t, legacyServer("2025-06-18", noMore))
-	if _, err := snodo.Connect(context.Background(), f, snodo.WithProtocolVersion("2025-06-18"), snodo.WithURLElicitation(urlH)); err != nil {
+	if _, err := snodo.Connect(context.Background(), f, &snodo.Options{
+		ProtocolVersion: "2025-06-18",
+		URLElicitation:  urlH,
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.sent("initialize")[0].param("capabilities"); string(p) != `{}` {

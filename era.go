@@ -27,7 +27,7 @@ const (
 // straight through it. The client picks one at Connect and keeps it for
 // the connection; transports receive it with each request, as a
 // transport.PolicySource (HTTP derives headers from it). Users see its era and
-// version through Client.Era and Client.ProtocolVersion.
+// version through Client.Server (Handshake.Era, Handshake.ProtocolVersion).
 //
 // The modern dialect puts the protocol version, client info and client
 // capabilities (and a log level when asked) in every request's _meta, and
@@ -234,7 +234,7 @@ func (d modernDialect) listen(ctx context.Context, c *Client, filter Subscriptio
 // require returns the error for a method the connection's era lacks.
 func (c *Client) require(method string) error {
 	if c.dialect.lacks(method) {
-		return notInEra(method, c.Era())
+		return notInEra(method, c.dialect.Era())
 	}
 	return nil
 }

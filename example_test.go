@@ -20,13 +20,13 @@ func ExampleConnect() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err := snodo.Connect(ctx, conn)
+	client, err := snodo.Connect(ctx, conn, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
 
-	fmt.Println(client.Era(), client.ProtocolVersion(), client.ServerInfo().Name)
+	fmt.Println(client.Server().Era, client.Server().ProtocolVersion, client.Server().Implementation.Name)
 	// Output: modern 2026-07-28 interop-gosdk
 }
 
@@ -37,7 +37,7 @@ func ExampleClient_CallTool() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err := snodo.Connect(ctx, conn)
+	client, err := snodo.Connect(ctx, conn, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func ExampleClient_CallTool() {
 // A native Go handler answers the server's elicitation: as an
 // elicitation/create request from a legacy server, and as an input_required
 // round from a 2026-07-28 server.
-func ExampleWithHandler() {
+func ExampleHandlerFunc() {
 	ctx := context.Background()
 	elicit := snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		var req struct {
@@ -79,7 +79,9 @@ func ExampleWithHandler() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		client, err := snodo.Connect(ctx, conn, snodo.WithHandler(abi.MethodElicitationCreate, elicit))
+		client, err := snodo.Connect(ctx, conn, &snodo.Options{
+			Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: elicit},
+		})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -87,7 +89,7 @@ func ExampleWithHandler() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(client.Era(), res.Content[0].Text)
+		fmt.Println(client.Server().Era, res.Content[0].Text)
 		client.Close()
 	}
 	// Output:
@@ -104,7 +106,7 @@ func ExampleClient_Listen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err := snodo.Connect(ctx, conn)
+	client, err := snodo.Connect(ctx, conn, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -155,8 +157,9 @@ func goAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, err := snodo.Connect(ctx, conn, // era probed: 2026-07-28 or initialize
-		snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(answerForm)))
+	client, err := snodo.Connect(ctx, conn, &snodo.Options{ // era probed: 2026-07-28 or initialize
+		Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(answerForm)},
+	})
 	if err != nil {
 		conn.Close()
 		return err

@@ -1,6 +1,9 @@
 package snodo
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetModernVersions replaces the modern versions Snodo speaks, newest
 // first, so that tests can exercise version choice among several; it
@@ -36,9 +39,32 @@ func CacheLen(c *Client) int {
 	return c.cache.len()
 }
 
-// WithKeepaliveTimeout is WithKeepalive with its own wait for a ping's
-// answer, so that tests of a server that answers do not depend on how
-// fast a busy machine runs it.
-func WithKeepaliveTimeout(interval, timeout time.Duration) Option {
-	return func(c *config) { c.keepalive, c.keepaliveTimeout = interval, timeout }
+// ListTools, ListPrompts, ListResources, ListResourceTemplates and
+// ListTasks return one page of the list at cursor, for the tests of the
+// pages and of the result cache keyed by cursor.
+func ListTools(c *Client, ctx context.Context, cursor string, opts ...CallOption) (*toolsPage, error) {
+	return c.listTools(ctx, cursor, opts...)
+}
+
+func ListPrompts(c *Client, ctx context.Context, cursor string, opts ...CallOption) (*promptsPage, error) {
+	return c.listPrompts(ctx, cursor, opts...)
+}
+
+func ListResources(c *Client, ctx context.Context, cursor string, opts ...CallOption) (*resourcesPage, error) {
+	return c.listResources(ctx, cursor, opts...)
+}
+
+func ListResourceTemplates(c *Client, ctx context.Context, cursor string, opts ...CallOption) (*templatesPage, error) {
+	return c.listResourceTemplates(ctx, cursor, opts...)
+}
+
+func ListTasks(c *Client, ctx context.Context, cursor string, opts ...CallOption) (*tasksPage, error) {
+	return c.listTasks(ctx, cursor, opts...)
+}
+
+// KeepaliveTimeout gives o's keepalive its own wait for a ping's answer,
+// so that tests of a server that answers do not depend on how fast a busy
+// machine runs it.
+func KeepaliveTimeout(o *Options, timeout time.Duration) {
+	o.keepaliveTimeout = timeout
 }

@@ -19,62 +19,47 @@ const UIExtensionID = "io.modelcontextprotocol/ui"
 // UIMIMEType is the MIME type of an MCP Apps HTML resource.
 const UIMIMEType = "text/html;profile=mcp-app"
 
-// UIExtensionSettings are the client settings of the MCP Apps extension
-// declaring that the client takes HTML resources, for WithExtension:
-// {"mimeTypes":["text/html;profile=mcp-app"]}.
-var UIExtensionSettings = json.RawMessage(`{"mimeTypes":["` + UIMIMEType + `"]}`)
-
 // maxExtensionName bounds an extension identifier.
 const maxExtensionName = 256
 
-// WithExtension declares the client extension name with its settings (a
-// JSON object; nil is {}), in both eras: in capabilities.extensions of
-// initialize, and in the client capabilities of every 2026-07-28 request.
-// Declaring a name again replaces its settings. For MCP Apps:
-//
-//	snodo.WithExtension(snodo.UIExtensionID, snodo.UIExtensionSettings)
-//
-// The tasks extension cannot be declared this way: the client declares it
-// itself on the calls that take a task. A name that is empty, too long or
-// holds spaces or control characters, or settings that are not a JSON
-// object, make Connect fail with an error saying which.
-func WithExtension(name string, settings json.RawMessage) Option {
-	return func(c *config) {
+// checkExtensions checks and copies Options.Extensions: each settings
+// compacted, nil settings as {}.
+func checkExtensions(exts map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	if len(exts) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]json.RawMessage, len(exts))
+	for name, settings := range exts {
 		if err := checkExtension(name, settings); err != nil {
-			if c.err == nil {
-				c.err = err
-			}
-			return
+			return nil, err
 		}
 		if len(settings) == 0 {
 			settings = json.RawMessage(`{}`)
 		}
 		var compact bytes.Buffer
 		_ = json.Compact(&compact, settings)
-		if c.extensions == nil {
-			c.extensions = map[string]json.RawMessage{}
-		}
-		c.extensions[name] = compact.Bytes()
+		out[name] = compact.Bytes()
 	}
+	return out, nil
 }
 
 func checkExtension(name string, settings json.RawMessage) error {
 	switch {
 	case name == "":
-		return protocolError(jsonrpc.CodeInvalidParams, nil, "WithExtension: the extension name is empty; give its identifier, such as %q", UIExtensionID)
+		return protocolError(jsonrpc.CodeInvalidParams, nil, "Options.Extensions: the extension name is empty; give its identifier, such as %q", UIExtensionID)
 	case len(name) > maxExtensionName:
-		return protocolError(jsonrpc.CodeInvalidParams, nil, "WithExtension: the extension name is %d bytes long, more than the limit of %d", len(name), maxExtensionName)
+		return protocolError(jsonrpc.CodeInvalidParams, nil, "Options.Extensions: the extension name is %d bytes long, more than the limit of %d", len(name), maxExtensionName)
 	case !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }):
-		return protocolError(jsonrpc.CodeInvalidParams, nil, "WithExtension: the extension name %q holds spaces, control or invisible characters; an identifier looks like %q", name, UIExtensionID)
+		return protocolError(jsonrpc.CodeInvalidParams, nil, "Options.Extensions: the extension name %q holds spaces, control or invisible characters; an identifier looks like %q", name, UIExtensionID)
 	case name == tasksExtensionID:
-		return protocolError(jsonrpc.CodeInvalidParams, nil, "WithExtension: %s is declared by the client itself on the calls that take a task (WithTask); leave it out", name)
+		return protocolError(jsonrpc.CodeInvalidParams, nil, "Options.Extensions: %s is declared by the client itself on the calls that take a task (WithTask); leave it out", name)
 	}
 	if len(settings) == 0 {
 		return nil
 	}
 	t := bytes.TrimSpace(settings)
 	if !json.Valid(t) || len(t) == 0 || t[0] != '{' {
-		return protocolError(jsonrpc.CodeInvalidParams, nil, "WithExtension: the settings of %s are not a JSON object; give an object such as {} or %s", name, UIExtensionSettings)
+		return protocolError(jsonrpc.CodeInvalidParams, nil, "Options.Extensions: the settings of %s are not a JSON object; give an object such as {} or {\"mimeTypes\":[\"%s\"]}", name, UIMIMEType)
 	}
 	return nil
 }

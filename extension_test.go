@@ -62,21 +62,23 @@ func jsonEqual(t *testing.T, what string, got json.RawMessage, want string) {
 	}
 }
 
-// The extensions of WithExtension are declared in capabilities.extensions
+// The extensions of Options.Extensions are declared in capabilities.extensions
 // of initialize (legacy) and in the client capabilities of every
 // 2026-07-28 request, merged with the tasks extension on the calls that
 // declare it, in one extensions object.
-func TestWithExtensionDeclaredInBothEras(t *testing.T) {
+func TestExtensionsDeclaredInBothEras(t *testing.T) {
 	want := `{"com.example/x":{"a":1},"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}`
 	for _, modern := range []bool{false, true} {
 		f := newFake(t, uiServer(modern))
 		c, err := snodo.Connect(context.Background(), f,
-			snodo.WithExtension("com.example/x", json.RawMessage(`{ "a" : 1 }`)),
-			snodo.WithExtension(snodo.UIExtensionID, snodo.UIExtensionSettings))
+			&snodo.Options{Extensions: map[string]json.RawMessage{
+				"com.example/x":     json.RawMessage(`{ "a" : 1 }`),
+				snodo.UIExtensionID: json.RawMessage(`{"mimeTypes":["` + snodo.UIMIMEType + `"]}`),
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.CallTool(context.Background(), "weather", nil); err != nil {
@@ -114,10 +116,10 @@ func TestWithExtensionDeclaredInBothEras(t *testing.T) {
 	}
 }
 
-// Without WithExtension, no extensions member is declared.
+// Without Options.Extensions, no extensions member is declared.
 func TestNoExtensionDeclaredByDefault(t *testing.T) {
 	f := newFake(t, uiServer(false))
-	c, err := snodo.Connect(context.Background(), f)
+	c, err := snodo.Connect(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +129,10 @@ func TestNoExtensionDeclaredByDefault(t *testing.T) {
 	}
 }
 
-// WithExtension refuses names and settings that are not an extension
+// Options.Extensions refuses names and settings that are not an extension
 // declaration, and the tasks extension the client declares itself; Connect
 // fails before sending anything, saying what is wrong.
-func TestWithExtensionRefusesBadInput(t *testing.T) {
+func TestExtensionsRefusesBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		settings string
@@ -146,12 +148,12 @@ func TestWithExtensionRefusesBadInput(t *testing.T) {
 		{"io.modelcontextprotocol/tasks", `{}`, "declared by the client itself"},
 	} {
 		f := newFake(t, uiServer(false))
-		_, err := snodo.Connect(context.Background(), f, snodo.WithExtension(tc.name, json.RawMessage(tc.settings)))
+		_, err := snodo.Connect(context.Background(), f, &snodo.Options{Extensions: map[string]json.RawMessage{tc.name: json.RawMessage(tc.settings)}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("WithExtension(%q, %s): error %v, want one saying %q", tc.name, tc.settings, err, tc.want)
+			t.Errorf("Extensions{%q: %s}: error %v, want one saying %q", tc.name, tc.settings, err, tc.want)
 		}
 		if m := f.methods(); len(m) != 0 {
-			t.Errorf("WithExtension(%q, %s): sent %v", tc.name, tc.settings, m)
+			t.Errorf("Extensions{%q: %s}: sent %v", tc.name, tc.settings, m)
 		}
 	}
 }
@@ -162,12 +164,12 @@ func TestWithExtensionRefusesBadInput(t *testing.T) {
 func TestUIMetaRoundTrips(t *testing.T) {
 	for _, modern := range []bool{false, true} {
 		f := newFake(t, uiServer(modern))
-		c, err := snodo.Connect(context.Background(), f)
+		c, err := snodo.Connect(context.Background(), f, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		tools, err := c.ListTools(ctx, "")
+		tools, err := snodo.ListTools(c, ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +177,7 @@ func TestUIMetaRoundTrips(t *testing.T) {
 		b, _ := json.Marshal(tools.Tools[0])
 		jsonEqual(t, "Tool encoded", b, uiTool)
 
-		res, err := c.ListResources(ctx, "")
+		res, err := snodo.ListResources(c, ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -132,7 +132,7 @@ func exactElicitMode(params []byte) string {
 	}
 	_ = unmarshal(params, &p)
 	if p.Mode == "" {
-		return ElicitForm
+		return elicitForm
 	}
 	return p.Mode
 }
@@ -163,7 +163,7 @@ func TestElicitModeMatchesCodec(t *testing.T) {
 			t.Errorf("%q: elicitMode %q, the codec %q", s, got, want)
 		}
 	}
-	if got := elicitMode([]byte(`{"message":"m","mode":"url"}`)); got != ElicitURL {
+	if got := elicitMode([]byte(`{"message":"m","mode":"url"}`)); got != elicitURL {
 		t.Errorf("elicitMode = %q, want url", got)
 	}
 }

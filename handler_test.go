@@ -22,7 +22,7 @@ func TestSameHandlerAnswersBothEras(t *testing.T) {
 		seen = append(seen, method+" "+string(params))
 		return nameHandler(ctx, method, params)
 	})
-	opt := snodo.WithHandler(abi.MethodElicitationCreate, h)
+	opt := &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}}
 
 	legacy, f := connectLegacy(t, noMore, opt)
 	resp := f.serverRequest(context.Background(), 7, "elicitation/create", elicitParams)
@@ -52,10 +52,9 @@ func TestSameHandlerAnswersBothEras(t *testing.T) {
 // -32601; an elicitation mode not declared is -32602; a handler's
 // *jsonrpc.Error keeps its code.
 func TestLegacyServerRequests(t *testing.T) {
-	_, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler),
-		snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return nil, &jsonrpc.Error{Code: -32099, Message: "no roots today"}
-		})))
+	_, f := connectLegacy(t, noMore, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler, abi.MethodRootsList: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return nil, &jsonrpc.Error{Code: -32099, Message: "no roots today"}
+	})}})
 	ctx := context.Background()
 	if r := f.serverRequest(ctx, 1, "ping", `{}`); r.Error != nil || string(r.Result) != `{}` {
 		t.Errorf("ping %+v", r)
@@ -83,7 +82,10 @@ func TestLegacyServerRequestsOverTheLimit(t *testing.T) {
 		<-block
 		return json.RawMessage(`{"roots":[]}`), nil
 	})
-	_, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodRootsList, h), snodo.WithMaxServerRequests(1))
+	_, f := connectLegacy(t, noMore, &snodo.Options{
+		Handlers:          map[string]snodo.Handler{abi.MethodRootsList: h},
+		MaxServerRequests: 1,
+	})
 	done := make(chan struct{})
 	go func() {
 		f.serverRequest(context.Background(), 1, "roots/list", `{}`)
@@ -104,12 +106,12 @@ func TestLegacyServerRequestsOverTheLimit(t *testing.T) {
 // "Server log messages (notifications/message) reach an optional hook in
 // both eras."
 func TestLogHookInBothEras(t *testing.T) {
-	for _, connect := range []func(*testing.T, func(*fakeCall) *jsonrpc.Response, ...snodo.Option) (*snodo.Client, *fake){connectLegacy, connectModern} {
+	for _, connect := range []func(*testing.T, func(*fakeCall) *jsonrpc.Response, ...*snodo.Options) (*snodo.Client, *fake){connectLegacy, connectModern} {
 		var got []snodo.LogMessage
-		c, f := connect(t, noMore, snodo.WithLogHook(func(m snodo.LogMessage) { got = append(got, m) }))
+		c, f := connect(t, noMore, &snodo.Options{OnLog: func(m snodo.LogMessage) { got = append(got, m) }})
 		f.notify("notifications/message", `{"level":"error","logger":"db","data":{"error":"down"}}`)
-		if len(got) != 1 || got[0].Level != snodo.LogError || got[0].Logger != "db" || string(got[0].Data) != `{"error":"down"}` {
-			t.Errorf("%v: log %+v", c.Era(), got)
+		if len(got) != 1 || got[0].Level != "error" || got[0].Logger != "db" || string(got[0].Data) != `{"error":"down"}` {
+			t.Errorf("%v: log %+v", c.Server().Era, got)
 		}
 	}
 	// Without a hook, nothing breaks.
@@ -173,9 +175,11 @@ func TestPerCallOptions(t *testing.T) {
 		t.Errorf("cancel: %v", err)
 	}
 	// A default timeout can be set for the client.
-	c2, f2 := connectModern(t, func(fc *fakeCall) *jsonrpc.Response { return result(fc, `{"content":[]}`) }, snodo.WithDefaultTimeout(time.Second))
+	c2, f2 := connectModern(t, func(fc *fakeCall) *jsonrpc.Response { return result(fc, `{"content":[]}`) }, &snodo.Options{
+		DefaultTimeout: time.Second,
+	})
 	_, _ = c2.CallTool(ctx, "a", nil)
 	if f2.sent("tools/call")[0].Opts.Timeout != time.Second {
-		t.Error("WithDefaultTimeout ignored")
+		t.Error("Options.DefaultTimeout ignored")
 	}
 }

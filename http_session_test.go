@@ -138,7 +138,7 @@ func connectExpiring(t *testing.T, srv *expiringServer) (*snodo.Client, *syncBuf
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := snodo.Connect(context.Background(), tr, snodo.WithEra(snodo.EraLegacy), snodo.WithLogger(logger))
+	c, err := snodo.Connect(context.Background(), tr, &snodo.Options{Era: snodo.EraLegacy, Logger: logger})
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)
@@ -172,11 +172,11 @@ func TestHTTPSessionExpiredStartsNewSession(t *testing.T) {
 	srv := newExpiringServer(t)
 	c, logs := connectExpiring(t, srv)
 	ctx := context.Background()
-	if _, err := c.ListTools(ctx, ""); err != nil {
+	if _, err := snodo.ListTools(c, ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	srv.restart()
-	if _, err := c.ListTools(ctx, ""); err != nil {
+	if _, err := snodo.ListTools(c, ctx, ""); err != nil {
 		t.Fatalf("after the server forgot the session: %v", err)
 	}
 	for what, want := range map[string]int{
@@ -207,7 +207,7 @@ func TestHTTPSessionExpiredConcurrentCallersShareOneRenewal(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.ListTools(context.Background(), "")
+			_, err := snodo.ListTools(c, context.Background(), "")
 			errs <- err
 		}()
 	}
@@ -235,7 +235,7 @@ func TestHTTPSessionExpiredRetriedOnlyOnce(t *testing.T) {
 	srv.mu.Lock()
 	srv.expire = true
 	srv.mu.Unlock()
-	_, err := c.ListTools(context.Background(), "")
+	_, err := snodo.ListTools(c, context.Background(), "")
 	if !errors.Is(err, mcphttp.ErrSessionExpired) || !errors.Is(err, transport.ErrConnection) {
 		t.Fatalf("err %v, want the session expired", err)
 	}
@@ -279,7 +279,7 @@ func TestHTTPLegacyListenEndsWhenSessionForgotten(t *testing.T) {
 		t.Errorf("log:\n%s", logs)
 	}
 	// The client works on, in a new session, and listens again.
-	if _, err := c.ListTools(context.Background(), ""); err != nil {
+	if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	_, sub2, err := c.Listen(context.Background(), snodo.SubscriptionFilter{ToolsListChanged: true})
@@ -312,11 +312,11 @@ func TestHTTPSessionExpiredLogLevelSentAgain(t *testing.T) {
 	srv := newExpiringServer(t)
 	c, _ := connectExpiring(t, srv)
 	ctx := context.Background()
-	if _, err := c.ListTools(ctx, "", snodo.WithLogLevel(snodo.LogDebug)); err != nil {
+	if _, err := snodo.ListTools(c, ctx, "", snodo.WithLogLevel("debug")); err != nil {
 		t.Fatal(err)
 	}
 	srv.restart()
-	if _, err := c.ListTools(ctx, "", snodo.WithLogLevel(snodo.LogDebug)); err != nil {
+	if _, err := snodo.ListTools(c, ctx, "", snodo.WithLogLevel("debug")); err != nil {
 		t.Fatal(err)
 	}
 	if n, m := srv.count("logging/setLevel s1"), srv.count("logging/setLevel s2"); n != 1 || m != 1 {

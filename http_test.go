@@ -123,14 +123,14 @@ func TestHTTPLegacySession(t *testing.T) {
 				}
 				return 200, `{"jsonrpc":"2.0","id":ID,"result":{"tools":[]}}`, nil
 			})
-			c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+			c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Era() != snodo.EraLegacy {
-				t.Fatalf("era %v", c.Era())
+			if c.Server().Era != snodo.EraLegacy {
+				t.Fatalf("era %v", c.Server().Era)
 			}
-			if _, err := c.ListTools(context.Background(), ""); err != nil {
+			if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Close(); err != nil {
@@ -157,7 +157,7 @@ func TestHTTPBadSessionID(t *testing.T) {
 		}
 		return 404, "", nil
 	})
-	_, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	_, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 	if err == nil || !strings.Contains(err.Error(), "Mcp-Session-Id") {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -169,7 +169,7 @@ func TestHTTPUnauthorizedDoesNotFallBack(t *testing.T) {
 	srv := newMCPHTTPServer(t, func(req *jsonrpc.Request, h nethttp.Header) (int, string, nethttp.Header) {
 		return 401, "", nethttp.Header{"Www-Authenticate": {`Bearer resource_metadata="http://x/prm"`}}
 	})
-	_, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	_, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 	var se *transport.StatusError
 	if !errors.As(err, &se) || se.Status != 401 || !strings.Contains(se.WWWAuthenticate, "resource_metadata") {
 		t.Fatalf("Connect: %v", err)
@@ -221,15 +221,15 @@ func TestHTTPModernHeaders(t *testing.T) {
 		return 200, `{"jsonrpc":"2.0","id":ID,"result":{"content":[]}}`, nil
 	})
 	var warned []string
-	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), snodo.WithWarningHook(func(msg string, args ...any) {
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), &snodo.Options{OnWarning: func(msg string, args ...any) {
 		warned = append(warned, fmt.Sprint(args...))
-	}))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	ctx := context.Background()
-	res, err := c.ListTools(ctx, "")
+	res, err := snodo.ListTools(c, ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestHTTPHeaderMismatchRetriedOnce(t *testing.T) {
 		}
 		return 400, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32020,"message":"header mismatch"}}`, nil
 	})
-	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestHTTPModernErrorAtProbeDoesNotFallBack(t *testing.T) {
 	srv := newMCPHTTPServer(t, func(req *jsonrpc.Request, h nethttp.Header) (int, string, nethttp.Header) {
 		return 400, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32020,"message":"Mcp-Method header missing"}}`, nil
 	})
-	_, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	_, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 	var e *snodo.Error
 	if !errors.As(err, &e) || e.Code != jsonrpc.CodeHeaderMismatch {
 		t.Fatalf("Connect: %v", err)
@@ -339,7 +339,7 @@ func TestHTTPModernErrorAtProbeDoesNotFallBack(t *testing.T) {
 }
 
 // Initialize era: a request the server sends on the GET stream is admitted
-// by the client (its handler answers, under WithMaxServerRequests) and
+// by the client (its handler answers, under Options.MaxServerRequests) and
 // answered with a POST carrying the session.
 func TestHTTPServerRequestOnGETStream(t *testing.T) {
 	answers := make(chan httpCall, 4)
@@ -376,11 +376,10 @@ func TestHTTPServerRequestOnGETStream(t *testing.T) {
 	}))
 	defer srv.Close()
 	var calls int
-	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), snodo.WithHandler(abi.MethodElicitationCreate,
-		snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			calls++
-			return json.RawMessage(`{"action":"decline"}`), nil
-		})))
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		calls++
+		return json.RawMessage(`{"action":"decline"}`), nil
+	})}})
 	if err != nil {
 		t.Fatal(err)
 	}

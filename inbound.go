@@ -12,7 +12,7 @@ import (
 // The one path of a server request. Every request the server sends to the
 // client — a legacy server-to-client request, or an input request of a
 // 2026-07-28 input_required result — is admitted under the client's one
-// Gate (WithMaxServerRequests), run by runHandler (the one recover and the
+// Gate (Options.MaxServerRequests), run by runHandler (the one recover and the
 // one validation), under a context that ends with the connection and with
 // Close, and answered once.
 

@@ -13,11 +13,11 @@ import (
 )
 
 // ErrKeepalive is wrapped by the -32000 error of every call and
-// subscription of a connection that WithKeepalive ended because the
+// subscription of a connection that Options.Keepalive ended because the
 // server did not answer a keepalive ping.
 var ErrKeepalive = errors.New("keepalive ping failed")
 
-// keepalive is the state of WithKeepalive: the pinger, and the error that
+// keepalive is the state of Options.Keepalive: the pinger, and the error that
 // ended the connection when a ping failed.
 type keepalive struct {
 	interval time.Duration // between pings; 0: no pings
@@ -52,7 +52,7 @@ func (c *Client) keepaliveMethod() string {
 	return "ping"
 }
 
-// startKeepalive starts the pinger of WithKeepalive, once Connect has
+// startKeepalive starts the pinger of Options.Keepalive, once Connect has
 // succeeded. A client without an interval sends no pings.
 func (c *Client) startKeepalive() {
 	if c.cfg.keepalive <= 0 {
@@ -164,7 +164,7 @@ func (c *Client) keepaliveErr() error {
 
 // trackStream keeps a subscriptions/listen stream to end with a keepalive
 // failure; streams that have ended meanwhile are let go. Without
-// WithKeepalive it does nothing.
+// Options.Keepalive it does nothing.
 func (c *Client) trackStream(sub *subbuf.Buffer[Event]) {
 	if c.ka.done == nil {
 		return

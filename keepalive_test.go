@@ -97,7 +97,7 @@ func TestKeepaliveStdioFrozenServer(t *testing.T) {
 				defer wcancel()
 				_, _ = conn.Wait(wctx)
 			})
-			c, err := snodo.Connect(ctx, conn, snodo.WithEra(tc.era), snodo.WithKeepalive(50*time.Millisecond))
+			c, err := snodo.Connect(ctx, conn, &snodo.Options{Era: tc.era, Keepalive: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,12 +143,12 @@ func TestKeepaliveHTTPBlockingServer(t *testing.T) {
 			t.Cleanup(func() { close(release) }) // before the server closes
 			ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 			defer cancel()
-			c, err := snodo.Connect(ctx, httpTransport(t, srv.URL), snodo.WithKeepalive(50*time.Millisecond))
+			c, err := snodo.Connect(ctx, httpTransport(t, srv.URL), &snodo.Options{Keepalive: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Era() != tc.era {
-				t.Fatalf("era %v", c.Era())
+			if c.Server().Era != tc.era {
+				t.Fatalf("era %v", c.Server().Era)
 			}
 			defer c.Close()
 			_, err = c.Request(ctx, "tools/call", json.RawMessage(`{"name":"hang"}`), snodo.WithTimeout(waitBound))
@@ -167,7 +167,7 @@ func TestKeepaliveHTTPBlockingServer(t *testing.T) {
 
 // connectKeepalive connects over the in-memory fake server of the era,
 // whose keepalive pings go to ping (nil: no answer).
-func connectKeepalive(t *testing.T, era snodo.Era, ping func(fc *fakeCall) *jsonrpc.Response, opts ...snodo.Option) (*snodo.Client, *fake) {
+func connectKeepalive(t *testing.T, era snodo.Era, ping func(fc *fakeCall) *jsonrpc.Response, opts *snodo.Options) (*snodo.Client, *fake) {
 	t.Helper()
 	var connected atomic.Bool
 	var method string
@@ -196,7 +196,12 @@ func connectKeepalive(t *testing.T, era snodo.Era, ping func(fc *fakeCall) *json
 		method = "ping"
 		f = newFake(t, legacyServer("2025-11-25", next))
 	}
-	c, err := snodo.Connect(context.Background(), f, append([]snodo.Option{snodo.WithEra(era)}, opts...)...)
+	var o snodo.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Era = era
+	c, err := snodo.Connect(context.Background(), f, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +223,7 @@ func TestKeepaliveAnsweredKeepsConnection(t *testing.T) {
 					return result(fc, discoverResult)
 				}
 				return result(fc, `{}`)
-			}, snodo.WithKeepaliveTimeout(5*time.Millisecond, waitBound))
+			}, keepaliveTimeout(5*time.Millisecond, waitBound))
 			deadline := time.Now().Add(waitBound)
 			for pings.Load() < 5 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
@@ -226,7 +231,7 @@ func TestKeepaliveAnsweredKeepsConnection(t *testing.T) {
 			if n := pings.Load(); n < 5 {
 				t.Fatalf("%d pings in %v", n, waitBound)
 			}
-			if _, err := c.ListTools(context.Background(), ""); err != nil {
+			if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 				t.Fatalf("the connection did not survive answered pings: %v", err)
 			}
 			c.Close()
@@ -247,7 +252,7 @@ func TestKeepaliveOnePingOutstanding(t *testing.T) {
 			c, _ := connectKeepalive(t, tc.era, func(fc *fakeCall) *jsonrpc.Response {
 				pings.Add(1)
 				return nil // never answered
-			}, snodo.WithKeepaliveTimeout(time.Millisecond, waitBound))
+			}, keepaliveTimeout(time.Millisecond, waitBound))
 			deadline := time.Now().Add(waitBound)
 			for pings.Load() < 1 && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond)
@@ -269,11 +274,11 @@ func TestKeepaliveOffSendsNoPings(t *testing.T) {
 			c, _ := connectKeepalive(t, tc.era, func(fc *fakeCall) *jsonrpc.Response {
 				pings.Add(1)
 				return result(fc, `{}`)
-			})
+			}, nil)
 			time.Sleep(100 * time.Millisecond)
 			c.Close()
 			if n := pings.Load(); n != 0 {
-				t.Errorf("%d pings sent without WithKeepalive", n)
+				t.Errorf("%d pings sent without Options.Keepalive", n)
 			}
 		})
 	}
@@ -293,7 +298,7 @@ func TestKeepaliveFailureEndsSubscriptions(t *testing.T) {
 					return result(fc, discoverResult)
 				}
 				return result(fc, `{}`)
-			}, snodo.WithKeepalive(5*time.Millisecond))
+			}, &snodo.Options{Keepalive: 5 * time.Millisecond})
 			defer c.Close()
 			f.listen = func(req *jsonrpc.Request, sub *subbuf.Buffer[transport.Event]) (json.RawMessage, error) {
 				return json.RawMessage(`{"notifications":{"toolsListChanged":true}}`), nil
@@ -309,8 +314,16 @@ func TestKeepaliveFailureEndsSubscriptions(t *testing.T) {
 			wantKeepaliveError(t, "the subscription", err, tc.method)
 			_, _, err = c.Listen(ctx, snodo.SubscriptionFilter{ToolsListChanged: true})
 			wantKeepaliveError(t, "a later Listen", err, tc.method)
-			_, err = c.ListTools(ctx, "")
+			_, err = snodo.ListTools(c, ctx, "")
 			wantKeepaliveError(t, "a later call", err, tc.method)
 		})
 	}
+}
+
+// keepaliveTimeout is a keepalive every interval that waits timeout for
+// each ping's answer.
+func keepaliveTimeout(interval, timeout time.Duration) *snodo.Options {
+	o := &snodo.Options{Keepalive: interval}
+	snodo.KeepaliveTimeout(o, timeout)
+	return o
 }

@@ -24,21 +24,3 @@ func (c *Client) SetLogLevel(ctx context.Context, level LogLevel, opts ...CallOp
 type uriParams struct {
 	URI string `json:"uri"`
 }
-
-// Subscribe asks for notifications/resources/updated for uri (legacy era
-// only; 2026-07-28 uses Listen). The notifications reach the hook of
-// WithNotificationHook.
-func (c *Client) Subscribe(ctx context.Context, uri string, opts ...CallOption) error {
-	if err := c.require("resources/subscribe"); err != nil {
-		return err
-	}
-	return c.callTyped(ctx, "resources/subscribe", uriParams{uri}, nil, opts)
-}
-
-// Unsubscribe cancels a Subscribe (legacy era only).
-func (c *Client) Unsubscribe(ctx context.Context, uri string, opts ...CallOption) error {
-	if err := c.require("resources/unsubscribe"); err != nil {
-		return err
-	}
-	return c.callTyped(ctx, "resources/unsubscribe", uriParams{uri}, nil, opts)
-}

@@ -52,7 +52,7 @@ func TestListenModernThroughTransportListener(t *testing.T) {
 	}
 
 	// A transport without a listener cannot listen.
-	m, err := snodo.Connect(ctx, requestOnly{newFake(t, modernServer(noMore))})
+	m, err := snodo.Connect(ctx, requestOnly{newFake(t, modernServer(noMore))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestListenLegacyEmulation(t *testing.T) {
 		}
 		return errorResponse(fc, -32601, "no", "")
 	})
-	c2, err := snodo.Connect(ctx, f2, snodo.WithEra(snodo.EraLegacy))
+	c2, err := snodo.Connect(ctx, f2, &snodo.Options{Era: snodo.EraLegacy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func (d doneFake) Err() error {
 // emulated legacy ones too, on a transport that reports its end.
 func TestListenLegacyEndsWithTheConnection(t *testing.T) {
 	d := doneFake{newFake(t, legacyServer("2025-11-25", noMore)), make(chan struct{})}
-	c, err := snodo.Connect(context.Background(), d)
+	c, err := snodo.Connect(context.Background(), d, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

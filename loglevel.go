@@ -8,8 +8,8 @@ import (
 	"github.com/snodo/snodo/jsonrpc"
 )
 
-// logLevels are the LogLevel constants, least severe first.
-var logLevels = []LogLevel{LogDebug, LogInfo, LogNotice, LogWarning, LogError, LogCritical, LogAlert, LogEmergency}
+// logLevels are the levels a LogLevel may be, least severe first.
+var logLevels = []LogLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // legacyLogLevel is the level last sent with logging/setLevel on a legacy
 // connection; mu serialises the requests that change it.

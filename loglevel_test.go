@@ -38,14 +38,14 @@ func TestLogLevelLegacySendsSetLevelOnChange(t *testing.T) {
 		}
 	}
 	call()
-	call(snodo.WithLogLevel(snodo.LogWarning))
-	call(snodo.WithLogLevel(snodo.LogWarning))
+	call(snodo.WithLogLevel("warning"))
+	call(snodo.WithLogLevel("warning"))
 	call()
-	call(snodo.WithLogLevel(snodo.LogDebug))
-	if err := c.SetLogLevel(ctx, snodo.LogDebug); err != nil { // explicit: always sent
+	call(snodo.WithLogLevel("debug"))
+	if err := c.SetLogLevel(ctx, "debug"); err != nil { // explicit: always sent
 		t.Fatal(err)
 	}
-	call(snodo.WithLogLevel(snodo.LogDebug))
+	call(snodo.WithLogLevel("debug"))
 	if got := setLevels(f); len(got) != 3 || got[0] != `"warning"` || got[1] != `"debug"` || got[2] != `"debug"` {
 		t.Errorf("setLevel sent %v, want warning, debug, debug", got)
 	}
@@ -64,7 +64,7 @@ func TestLogLevelLegacySendsSetLevelOnChange(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			if _, err := c.CallTool(ctx, "a", nil, snodo.WithLogLevel(snodo.LogError)); err != nil {
+			if _, err := c.CallTool(ctx, "a", nil, snodo.WithLogLevel("error")); err != nil {
 				t.Error(err)
 			}
 		})
@@ -100,11 +100,11 @@ func TestLogLevelLegacyFailureAndNoCapability(t *testing.T) {
 		return noMore(fc)
 	})
 	ctx := context.Background()
-	if _, err := c.CallTool(ctx, "a", nil, snodo.WithLogLevel(snodo.LogInfo)); err == nil || len(f.sent("tools/call")) != 0 {
+	if _, err := c.CallTool(ctx, "a", nil, snodo.WithLogLevel("info")); err == nil || len(f.sent("tools/call")) != 0 {
 		t.Fatalf("a failed setLevel: %v, %d calls", err, len(f.sent("tools/call")))
 	}
 	fail = false
-	if _, err := c.CallTool(ctx, "a", nil, snodo.WithLogLevel(snodo.LogInfo)); err != nil {
+	if _, err := c.CallTool(ctx, "a", nil, snodo.WithLogLevel("info")); err != nil {
 		t.Fatal(err)
 	}
 	if len(setLevels(f)) != 2 {
@@ -122,11 +122,11 @@ func TestLogLevelLegacyFailureAndNoCapability(t *testing.T) {
 		}
 		return noMore(fc)
 	})
-	c2, err := snodo.Connect(ctx, nolog)
+	c2, err := snodo.Connect(ctx, nolog, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c2.CallTool(ctx, "a", nil, snodo.WithLogLevel(snodo.LogInfo)); err != nil {
+	if _, err := c2.CallTool(ctx, "a", nil, snodo.WithLogLevel("info")); err != nil {
 		t.Fatal(err)
 	}
 	if len(nolog.sent("logging/setLevel")) != 0 {
@@ -137,7 +137,7 @@ func TestLogLevelLegacyFailureAndNoCapability(t *testing.T) {
 // In 2026-07-28, WithLogLevel stays per request, in _meta.
 func TestLogLevelModernStaysInMeta(t *testing.T) {
 	c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response { return result(fc, `{"content":[]}`) })
-	if _, err := c.CallTool(context.Background(), "a", nil, snodo.WithLogLevel(snodo.LogNotice)); err != nil {
+	if _, err := c.CallTool(context.Background(), "a", nil, snodo.WithLogLevel("notice")); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.sent("logging/setLevel")) != 0 || string(f.sent("tools/call")[0].meta("io.modelcontextprotocol/logLevel")) != `"notice"` {

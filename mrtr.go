@@ -95,7 +95,7 @@ func readResultType(result json.RawMessage) (*inputRequired, error) {
 func capabilityOf(method string, params json.RawMessage) string {
 	switch method {
 	case abi.MethodElicitationCreate:
-		if elicitMode(params) == ElicitURL {
+		if elicitMode(params) == elicitURL {
 			return "elicitation.url"
 		}
 		return "elicitation.form"
@@ -145,7 +145,7 @@ func elicitMode(params json.RawMessage) string {
 		mode = p.Mode
 	}
 	if mode == "" {
-		return ElicitForm
+		return elicitForm
 	}
 	return mode
 }
@@ -174,20 +174,20 @@ func asciiOnly(b []byte) bool {
 // handlerFor returns the handler for an input or server request, or an
 // error naming the capability nobody answers.
 //
-// A URL-mode elicitation goes to the WithURLElicitation handler when there
+// A URL-mode elicitation goes to the Options.URLElicitation handler when there
 // is one, and is checked first (checkURLElicitation); a sampling request
-// with tools needs WithSamplingTools.
+// with tools needs Options.SamplingTools.
 func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Error) {
 	h, ok := c.cfg.handlers[method]
 	switch method {
 	case abi.MethodElicitationCreate:
 		mode := elicitMode(params)
-		if mode == ElicitURL && c.cfg.urlElicit != nil {
+		if mode == elicitURL && c.cfg.urlElicit != nil {
 			h, ok = c.cfg.urlElicit, true
 		} else if ok && !slices.Contains(c.cfg.elicitModes, mode) {
 			ok = false
 		}
-		if ok && mode == ElicitURL {
+		if ok && mode == elicitURL {
 			if c.dialect != nil && c.dialect.ProtocolVersion() < version20251125 {
 				// URL mode came in 2025-11-25: never declared before.
 				ok = false
@@ -211,7 +211,7 @@ func (c *Client) handlerFor(method string, params json.RawMessage) (Handler, *Er
 // and returns the inputResponses object.
 //
 // The handlers run in the client's one admission path: each holds a slot of
-// the client's gate (WithMaxServerRequests), shared with every other call's
+// the client's gate (Options.MaxServerRequests), shared with every other call's
 // inputs and with legacy server requests, so that at most that many run at
 // once. An input waits for a slot rather than being refused, because its
 // call is waiting for it and the schema has no error InputResponse; the

@@ -37,7 +37,7 @@ func TestInputRoundsOnlyWhereTheSpecAllows(t *testing.T) {
 			}
 		}
 		return result(fc, body.Load().(string))
-	}, snodo.WithHandler(abi.MethodElicitationCreate, counting), snodo.WithHandler("x/custom", counting))
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: counting, "x/custom": counting}})
 	ctx := context.Background()
 
 	body.Store(input)
@@ -56,9 +56,9 @@ func TestInputRoundsOnlyWhereTheSpecAllows(t *testing.T) {
 
 	ran.Store(0)
 	for name, call := range map[string]func() error{
-		"tools/list":     func() error { _, err := c.ListTools(ctx, ""); return err },
-		"prompts/list":   func() error { _, err := c.ListPrompts(ctx, ""); return err },
-		"resources/list": func() error { _, err := c.ListResources(ctx, ""); return err },
+		"tools/list":     func() error { _, err := snodo.ListTools(c, ctx, ""); return err },
+		"prompts/list":   func() error { _, err := snodo.ListPrompts(c, ctx, ""); return err },
+		"resources/list": func() error { _, err := snodo.ListResources(c, ctx, ""); return err },
 		"x/raw":          func() error { _, err := c.Request(ctx, "x/raw", nil); return err },
 	} {
 		err := call()

@@ -39,11 +39,9 @@ func TestMRTRRetriesWithInputResponsesAndExactRequestState(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":`+elicitParams+`},"roots":{"method":"roots/list","params":{}}},"requestState":`+state+`}`)
 		}
 		return result(fc, `{"resultType":"complete","content":[{"type":"text","text":"hello"}]}`)
-	},
-		snodo.WithHandler(abi.MethodElicitationCreate, nameHandler),
-		snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"roots":[{"uri":"file:///home"}]}`), nil
-		})))
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler, abi.MethodRootsList: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"roots":[{"uri":"file:///home"}]}`), nil
+	})}})
 	args := map[string]any{"k": "v"}
 	res, err := c.CallTool(context.Background(), "greet", args)
 	if err != nil {
@@ -91,7 +89,7 @@ func TestMRTRRequestStateOnlyRetriesAtOnceAndAbsentStateIsOmitted(t *testing.T) 
 			return result(fc, `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":`+elicitParams+`}}}`)
 		}
 		return result(fc, `{"resultType":"complete","content":[]}`)
-	}, snodo.WithHandler(abi.MethodElicitationCreate, h))
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}})
 	if _, err := c.CallTool(context.Background(), "t", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +111,12 @@ func TestMRTRRequestStateOnlyRetriesAtOnceAndAbsentStateIsOmitted(t *testing.T) 
 // "bound the rounds (default 10, configurable) and fail clearly beyond".
 func TestMRTRRoundsAreBounded(t *testing.T) {
 	for _, tc := range []struct {
-		opts []snodo.Option
+		opts *snodo.Options
 		max  int
-	}{{nil, 10}, {[]snodo.Option{snodo.WithMaxRounds(3)}, 3}} {
+	}{{nil, 10}, {&snodo.Options{MaxRounds: 3}, 3}} {
 		c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 			return result(fc, `{"resultType":"input_required","requestState":"again"}`)
-		}, tc.opts...)
+		}, tc.opts)
 		_, err := c.CallTool(context.Background(), "t", nil)
 		if !errors.Is(err, snodo.ErrTooManyRounds) || !contains(err.Error(), fmt.Sprint(tc.max, " rounds")) {
 			t.Errorf("err %v", err)
@@ -135,9 +133,9 @@ func TestMRTRHandlerErrorFailsTheCall(t *testing.T) {
 	boom := &jsonrpc.Error{Code: -1, Message: "user declined to answer", Data: json.RawMessage(`{"why":"no"}`)}
 	c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":`+elicitParams+`}},"requestState":"s"}`)
-	}, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		return nil, boom
-	})))
+	})}})
 	_, err := c.CallTool(context.Background(), "t", nil)
 	var e *snodo.Error
 	if !errors.As(err, &e) || e.Kind != jsonrpc.KindHandler || e.Code != -1 || string(e.Data) != `{"why":"no"}` {
@@ -153,9 +151,9 @@ func TestMRTRHandlerErrorFailsTheCall(t *testing.T) {
 	// A panic fails the call too.
 	c, _ = connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list","params":{}}}}`)
-	}, snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodRootsList: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 		panic("oops")
-	})))
+	})}})
 	if _, err := c.CallTool(context.Background(), "t", nil); !errors.As(err, &e) || e.Kind != jsonrpc.KindHandler || !contains(err.Error(), "oops") {
 		t.Errorf("panic: %v", err)
 	}
@@ -171,7 +169,7 @@ func TestMRTRMissingHandlerNamesTheCapability(t *testing.T) {
 	} {
 		c, f := connectModern(t, func(fc *fakeCall) *jsonrpc.Response {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"k":{"method":"`+tc.method+`","params":`+tc.params+`}}}`)
-		}, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
+		}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler}})
 		_, err := c.CallTool(context.Background(), "t", nil)
 		if !errors.Is(err, snodo.ErrNoHandler) || !contains(err.Error(), tc.capability) {
 			t.Errorf("%s: err %v", tc.method, err)
@@ -220,7 +218,7 @@ func TestMRTRRunsHandlersConcurrentlyUnderTheLimit(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{`+reqs+`}}`)
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithHandler(abi.MethodRootsList, h), snodo.WithMaxServerRequests(limit))
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodRootsList: h}, MaxServerRequests: limit})
 	if _, err := c.CallTool(context.Background(), "t", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -244,11 +242,11 @@ func TestMRTRFieldsNeverLeakIntoOtherRequests(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":`+elicitParams+`}},"requestState":"secret"}`)
 		}
 		return result(fc, `{"content":[]}`)
-	}, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 		close(inHandler)
 		<-release
 		return nameHandler(ctx, m, p)
-	})))
+	})}})
 	done := make(chan error)
 	go func() {
 		_, err := c.CallTool(context.Background(), "mrtr", nil)
@@ -258,7 +256,7 @@ func TestMRTRFieldsNeverLeakIntoOtherRequests(t *testing.T) {
 	if _, err := c.CallTool(context.Background(), "other", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ListTools(context.Background(), ""); err != nil {
+	if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
@@ -289,11 +287,11 @@ func TestMRTRSingleInputRequestRunsInTheCaller(t *testing.T) {
 			return result(fc, `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":`+elicitParams+`}}}`)
 		}
 		return result(fc, `{"resultType":"complete","content":[{"type":"text","text":"hello"}]}`)
-	}, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		buf := make([]byte, 64<<10)
 		inCaller <- strings.Contains(string(buf[:runtime.Stack(buf, false)]), "snodo.(*Client).CallTool")
 		return nameHandler(ctx, method, params)
-	})))
+	})}})
 	if _, err := c.CallTool(context.Background(), "greet", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -4,30 +4,185 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/transport"
 )
 
-// DefaultTimeout is the timeout of a call without WithTimeout, unless
-// WithDefaultTimeout says otherwise.
-const DefaultTimeout = 60 * time.Second
-
-// Defaults of the other options, given in their docs.
+// Defaults of the Options, given in their docs.
 const (
+	defaultTimeout      = 60 * time.Second
 	defaultProbeTimeout = 5 * time.Second
 	defaultMaxRounds    = 10
 )
 
-// Elicitation modes, for WithElicitationModes.
+// The elicitation modes, as MCP spells them.
 const (
-	ElicitForm = "form"
-	ElicitURL  = "url"
+	elicitForm = "form"
+	elicitURL  = "url"
 )
 
-// Option configures Connect.
-type Option func(*config)
+// Options configure Connect. A nil *Options, and the zero value of any
+// field, mean the default given in the field's doc. Connect copies what it
+// needs: the caller may change or reuse the struct afterwards.
+type Options struct {
+	// Era forces the protocol era instead of probing for it. EraModern
+	// never falls back to initialize; EraLegacy never sends
+	// server/discover. EraAuto (the zero value) probes.
+	Era Era
+
+	// ProtocolVersion forces one protocol version, and with it its era: a
+	// modern version is requested in every request's _meta; a legacy one
+	// is offered in initialize, and the server must accept it. "" lets
+	// the client negotiate.
+	ProtocolVersion string
+
+	// ProbeTimeout is how long the server/discover probe waits before the
+	// server is taken to be legacy (default 5 s).
+	ProbeTimeout time.Duration
+
+	// DefaultTimeout is the timeout of calls without WithTimeout (default
+	// 60 s).
+	DefaultTimeout time.Duration
+
+	// ClientInfo is the name and version the client reports; the zero
+	// value means "snodo" and Version.
+	ClientInfo Implementation
+
+	// Handlers answer the server's methods (abi.MethodElicitationCreate,
+	// abi.MethodSamplingCreate, abi.MethodRootsList), in both eras: as a
+	// server-to-client request (legacy) and as an input request of an
+	// input_required result (2026-07-28). A nil handler counts as none.
+	// The client advertises the corresponding capability only when it has
+	// a handler for it. The client answers ping itself.
+	Handlers map[string]Handler
+
+	// ElicitationModes says which elicitation modes the elicitation
+	// handler answers, as MCP spells them ("form", "url"); nil means form
+	// only. The client advertises exactly these modes (and url when
+	// URLElicitation gives a handler of its own) and refuses requests in
+	// others.
+	ElicitationModes []string
+
+	// URLElicitation answers URL-mode elicitation requests, and declares
+	// the url elicitation mode (2025-11-25 and later), whatever
+	// ElicitationModes says; form-mode requests still go to the
+	// Handlers[abi.MethodElicitationCreate] handler. It receives the
+	// request as sent (see ParseElicitRequest: mode "url", message, url,
+	// and in 2025-11-25 the elicitationId) after the client has checked
+	// that url is an absolute URL and, in 2025-11-25, that elicitationId
+	// is present; it must not open the URL without the user's consent. Its
+	// result is an ElicitResult without content: {"action":"accept"} once
+	// the user consented to open the URL (which says nothing of the
+	// outcome), "decline" or "cancel". In 2026-07-28 the client then
+	// retries the request and the server says whether the interaction is
+	// done; in 2025-11-25 the server may send
+	// notifications/elicitation/complete (see OnElicitationComplete).
+	URLElicitation Handler
+
+	// SamplingTools declares that the sampling handler supports tool use:
+	// the client advertises sampling.tools (2025-11-25 and later). Without
+	// it, a sampling/createMessage request with tools is refused (-32602
+	// to a legacy server request; an input request fails its call) and the
+	// handler does not run.
+	SamplingTools bool
+
+	// MaxServerRequests bounds how many handlers run at once, for
+	// server-to-client requests and input requests together (default 16).
+	// A server-to-client request over the limit is answered -32603 at
+	// once; the input requests of an input_required result wait for a
+	// free slot.
+	MaxServerRequests int
+
+	// MaxRounds bounds the input rounds of one multi round-trip request
+	// (default 10). A server that asks again after that many rounds fails
+	// the call with an error wrapping ErrTooManyRounds.
+	MaxRounds int
+
+	// NoResultCache turns the result cache off (it is on by default). See
+	// WithoutCache for one call.
+	NoResultCache bool
+
+	// ResultCacheMaxEntries and ResultCacheMaxBytes bound the result
+	// cache: at most that many results and bytes of them (defaults 512
+	// and 8 MiB).
+	ResultCacheMaxEntries int
+	ResultCacheMaxBytes   int64
+
+	// OnLog receives the server's log messages (notifications/message) in
+	// both eras. It runs in the transport's reader: it must not block.
+	OnLog func(LogMessage)
+
+	// OnNotification receives the server's other notifications that no
+	// request or subscription claims, such as
+	// notifications/tools/list_changed on a legacy connection. It runs in
+	// the transport's reader: it must not block.
+	OnNotification func(method string, params json.RawMessage)
+
+	// OnElicitationComplete receives the elicitationId of each
+	// notifications/elicitation/complete (2025-11-25) that completes a
+	// URL-mode elicitation the client was asked on this connection; a
+	// notification naming an unknown or already completed elicitation is
+	// ignored, as the specification requires. It runs in the transport's
+	// reader: it must not block. The 2026-07-28 revision has neither the
+	// notification nor elicitationId: there a client learns the outcome by
+	// retrying the request, which the client does by itself.
+	OnElicitationComplete func(elicitationID string)
+
+	// OnWarning receives the client's warnings, such as a tool left out of
+	// a tools/list result over HTTP because its x-mcp-header annotations
+	// are invalid: a message and slog-style key-value pairs, with the
+	// server's text escaped. nil sends them to log/slog's default logger.
+	OnWarning func(msg string, args ...any)
+
+	// Keepalive makes the client check, every Keepalive while the
+	// connection is open, that the server still answers: it sends ping
+	// (legacy era) or server/discover (2026-07-28, which has no ping) and
+	// waits at most Keepalive for the answer, one ping at a time. Any
+	// answer, even an error response, keeps the connection. A ping that
+	// gets no answer within Keepalive, or that the transport fails, ends
+	// the connection: the handlers of server requests are cancelled,
+	// subscriptions end, the transport is closed, and every call in flight
+	// and every later call fails with a -32000 connection error wrapping
+	// ErrKeepalive, whose message says why the ping failed. Pings stop at
+	// Close. Zero (the default) sends no pings: a dead server is then found
+	// only by a call's timeout. A server that cannot answer a ping while it
+	// handles a call (one that reads its stdin only between requests)
+	// needs Keepalive longer than its longest call.
+	Keepalive time.Duration
+
+	// Extensions declares client extensions, by identifier, with their
+	// settings (a JSON object; nil is {}), in both eras: in
+	// capabilities.extensions of initialize, and in the client capabilities
+	// of every 2026-07-28 request. For MCP Apps:
+	//
+	//	Extensions: map[string]json.RawMessage{
+	//		snodo.UIExtensionID: json.RawMessage(`{"mimeTypes":["` + snodo.UIMIMEType + `"]}`),
+	//	}
+	//
+	// The tasks extension cannot be declared this way: the client declares
+	// it itself on the calls that take a task. A name that is empty, too
+	// long or holds spaces or control characters, or settings that are not
+	// a JSON object, make Connect fail with an error saying which.
+	Extensions map[string]json.RawMessage
+
+	// Logger receives the client's notes on what it does on its own, at
+	// debug level, such as starting a new HTTP session after the server
+	// ended the last one. nil discards them.
+	Logger *slog.Logger
+
+	// The consumers of package runtime, set through internal/clienthook.
+	onProgress func(ctx context.Context, params json.RawMessage) error
+	onEvent    func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)
+	// onDeprecated is told of each use of a feature 2026-07-28 deprecates
+	// (clienthook.SetDeprecatedUse).
+	onDeprecated func(feature, method string)
+	// keepaliveTimeout is the wait for a ping's answer, 0: Keepalive
+	// (tests set it apart).
+	keepaliveTimeout time.Duration
+}
 
 type config struct {
 	era               Era
@@ -44,7 +199,7 @@ type config struct {
 	onProgress        func(ctx context.Context, params json.RawMessage) error
 	onEvent           func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)
 	onWarning         func(msg string, args ...any)
-	onDeprecated      func(feature, method string) // clienthook.DeprecatedUse
+	onDeprecated      func(feature, method string) // clienthook.SetDeprecatedUse
 	logger            *slog.Logger
 
 	samplingTools    bool
@@ -52,138 +207,84 @@ type config struct {
 	onElicitComplete func(elicitationID string)
 	cache            cacheConfig
 
-	keepalive        time.Duration              // WithKeepalive; 0: no pings
+	keepalive        time.Duration              // Options.Keepalive; 0: no pings
 	keepaliveTimeout time.Duration              // wait for a ping's answer; 0: keepalive
-	extensions       map[string]json.RawMessage // WithExtension
+	extensions       map[string]json.RawMessage // Options.Extensions, checked and compacted
 	err              error                      // the first invalid option
 }
 
-func newConfig(opts []Option) *config {
+// newConfig copies o (nil: every default) into the client's own config:
+// nothing of o, its map or its slice, is kept.
+func newConfig(o *Options) *config {
+	if o == nil {
+		o = &Options{}
+	}
 	c := &config{
-		probeTimeout: defaultProbeTimeout,
-		timeout:      DefaultTimeout,
-		clientInfo:   Implementation{Name: "snodo", Version: Version},
-		handlers:     map[string]Handler{},
-		elicitModes:  []string{ElicitForm},
-		maxRounds:    defaultMaxRounds,
-		cache:        defaultCacheConfig,
+		era:               o.Era,
+		version:           o.ProtocolVersion,
+		probeTimeout:      o.ProbeTimeout,
+		timeout:           o.DefaultTimeout,
+		clientInfo:        o.ClientInfo,
+		handlers:          map[string]Handler{},
+		elicitModes:       []string{elicitForm},
+		maxServerRequests: o.MaxServerRequests, // <= 0: admit.DefaultLimit
+		maxRounds:         o.MaxRounds,
+		onLog:             o.OnLog,
+		onNotification:    o.OnNotification,
+		onProgress:        o.onProgress,
+		onEvent:           o.onEvent,
+		onWarning:         o.OnWarning,
+		onDeprecated:      o.onDeprecated,
+		keepalive:         o.Keepalive,
+		keepaliveTimeout:  o.keepaliveTimeout,
+		logger:            o.Logger,
+		samplingTools:     o.SamplingTools,
+		urlElicit:         o.URLElicitation,
+		onElicitComplete:  o.OnElicitationComplete,
+		cache:             defaultCacheConfig,
 	}
-	for _, o := range opts {
-		o(c)
+	if c.probeTimeout <= 0 {
+		c.probeTimeout = defaultProbeTimeout
 	}
+	if c.timeout <= 0 {
+		c.timeout = defaultTimeout
+	}
+	if c.clientInfo == (Implementation{}) {
+		c.clientInfo = Implementation{Name: "snodo", Version: Version}
+	}
+	for method, h := range o.Handlers {
+		if h != nil {
+			c.handlers[method] = h
+		}
+	}
+	if o.ElicitationModes != nil {
+		c.elicitModes = slices.Clone(o.ElicitationModes)
+	}
+	if c.maxRounds <= 0 {
+		c.maxRounds = defaultMaxRounds
+	}
+	c.cache.off = o.NoResultCache
+	if o.ResultCacheMaxEntries > 0 {
+		c.cache.maxEntries = o.ResultCacheMaxEntries
+	}
+	if o.ResultCacheMaxBytes > 0 {
+		c.cache.maxBytes = o.ResultCacheMaxBytes
+	}
+	c.extensions, c.err = checkExtensions(o.Extensions)
 	return c
 }
 
-// WithEra forces the protocol era instead of probing for it. EraModern
-// never falls back to initialize; EraLegacy never sends server/discover.
-func WithEra(era Era) Option { return func(c *config) { c.era = era } }
-
-// WithProtocolVersion forces one protocol version, and with it its era: a
-// modern version is requested in every request's _meta; a legacy one is
-// offered in initialize, and the server must accept it.
-func WithProtocolVersion(version string) Option {
-	return func(c *config) { c.version = version }
-}
-
-// WithProbeTimeout sets how long the server/discover probe waits before
-// the server is taken to be legacy (default 5 s).
-func WithProbeTimeout(d time.Duration) Option { return func(c *config) { c.probeTimeout = d } }
-
-// WithDefaultTimeout sets the timeout of calls without WithTimeout
-// (default 60 s).
-func WithDefaultTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
-
-// WithKeepalive makes the client check, every interval d while the
-// connection is open, that the server still answers: it sends ping
-// (legacy era) or server/discover (2026-07-28, which has no ping) and
-// waits at most d for the answer, one ping at a time. Any answer, even an
-// error response, keeps the connection. A ping that gets no answer within
-// d, or that the transport fails, ends the connection: the handlers of
-// server requests are cancelled, subscriptions end, the transport is
-// closed, and every call in flight and every later call fails with a
-// -32000 connection error wrapping ErrKeepalive, whose message says why
-// the ping failed. Pings stop at Close. d <= 0 (the default) sends no
-// pings: a dead server is then found only by a call's timeout. A server
-// that cannot answer a ping while it handles a call (one that reads its
-// stdin only between requests) needs d longer than its longest call.
-func WithKeepalive(d time.Duration) Option { return func(c *config) { c.keepalive = d } }
-
-// WithClientInfo sets the name and version the client reports.
-func WithClientInfo(info Implementation) Option { return func(c *config) { c.clientInfo = info } }
-
-// WithHandler answers the server's method (abi.MethodElicitationCreate,
-// abi.MethodSamplingCreate, abi.MethodRootsList) with h, in both eras: as a
-// server-to-client request (legacy) and as an input request of an
-// input_required result (2026-07-28). The client advertises the
-// corresponding capability only when it has a handler for it. The client
-// answers ping itself.
-func WithHandler(method string, h Handler) Option {
-	return func(c *config) {
-		if h == nil {
-			delete(c.handlers, method)
-			return
-		}
-		c.handlers[method] = h
-	}
-}
-
-// WithElicitationModes says which elicitation modes the elicitation
-// handler answers (ElicitForm, ElicitURL); the default is form only. The
-// client advertises exactly these modes (and url when WithURLElicitation
-// gives a handler of its own) and refuses requests in others.
-func WithElicitationModes(modes ...string) Option {
-	return func(c *config) { c.elicitModes = append([]string(nil), modes...) }
-}
-
-// WithMaxServerRequests bounds how many handlers run at once, for
-// server-to-client requests and input requests together (default 16). A
-// server-to-client request over the limit is answered -32603 at once; the
-// input requests of an input_required result wait for a free slot.
-func WithMaxServerRequests(n int) Option { return func(c *config) { c.maxServerRequests = n } }
-
-// WithMaxRounds bounds the input rounds of one multi round-trip request
-// (default 10). A server that asks again after that many rounds fails the
-// call with an error wrapping ErrTooManyRounds.
-func WithMaxRounds(n int) Option { return func(c *config) { c.maxRounds = n } }
-
-// WithLogHook receives the server's log messages (notifications/message)
-// in both eras. It runs in the transport's reader: it must not block.
-func WithLogHook(f func(LogMessage)) Option { return func(c *config) { c.onLog = f } }
-
-// WithNotificationHook receives the server's other notifications that no
-// request or subscription claims, such as notifications/tools/list_changed
-// on a legacy connection. It runs in the transport's reader: it must not
-// block.
-func WithNotificationHook(f func(method string, params json.RawMessage)) Option {
-	return func(c *config) { c.onNotification = f }
-}
-
 func init() {
-	// The consumers of package runner attach through internal/clienthook.
-	clienthook.ProgressConsumer = func(f func(ctx context.Context, params json.RawMessage) error) any {
-		return Option(func(c *config) { c.onProgress = f })
+	// The consumers of package runtime attach through internal/clienthook.
+	clienthook.SetProgressConsumer = func(opts any, f func(ctx context.Context, params json.RawMessage) error) {
+		opts.(*Options).onProgress = f
 	}
-	clienthook.DeprecatedUse = func(f func(feature, method string)) any {
-		return Option(func(c *config) { c.onDeprecated = f })
+	clienthook.SetEventConsumer = func(opts any, f func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)) {
+		opts.(*Options).onEvent = f
 	}
-	clienthook.EventConsumer = func(f func(ctx context.Context, method string, params json.RawMessage) (stop bool, err error)) any {
-		return Option(func(c *config) { c.onEvent = f })
+	clienthook.SetDeprecatedUse = func(opts any, f func(feature, method string)) {
+		opts.(*Options).onDeprecated = f
 	}
-}
-
-// WithWarningHook receives the client's warnings, such as a tool left out
-// of a tools/list result over HTTP because its x-mcp-header annotations
-// are invalid: a message and slog-style key-value pairs, with the server's
-// text escaped. Without it, warnings go to log/slog's default logger.
-func WithWarningHook(f func(msg string, args ...any)) Option {
-	return func(c *config) { c.onWarning = f }
-}
-
-// WithLogger receives the client's notes on what it does on its own, at
-// debug level, such as starting a new HTTP session after the server ended
-// the last one. nil (the default) discards them.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) { c.logger = l }
 }
 
 // CallOption configures one call.
@@ -242,7 +343,7 @@ func WithMaxTotalTimeout(d time.Duration) CallOption { return func(c *callConfig
 // level for the whole connection — every later request, from any
 // goroutine, gets messages at that level until another level is sent. A
 // legacy server without the logging capability is sent nothing. A level
-// that is not one of the LogLevel constants fails the call (-32602).
+// that is not one of the eight LogLevel values fails the call (-32602).
 func WithLogLevel(level LogLevel) CallOption { return func(c *callConfig) { c.logLevel = level } }
 
 // WithBuffer sets a subscription's buffer size and what happens when it

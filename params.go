@@ -48,7 +48,7 @@ func mustMarshal(v any) []byte {
 // clientCapabilities returns the capabilities the handlers can answer, for
 // version: elicitation (in the configured modes, where the version has
 // them), sampling and roots. Nothing is advertised without a handler. The
-// extensions of WithExtension, and the extra extension members, are
+// extensions of Options.Extensions, and the extra extension members, are
 // declared in every version.
 func (c *config) clientCapabilities(version string, extra ...string) json.RawMessage {
 	var b bytes.Buffer

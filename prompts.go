@@ -30,15 +30,15 @@ type PromptMessage struct {
 	Content Content `json:"content"`
 }
 
-// ListPromptsResult is one page of prompts/list.
-type ListPromptsResult struct {
+// promptsPage is one page of prompts/list.
+type promptsPage struct {
 	Prompts    []*Prompt       `json:"prompts"`
 	NextCursor string          `json:"nextCursor,omitempty"`
 	Meta       json.RawMessage `json:"_meta,omitempty"`
 	Cache
 }
 
-func (r *ListPromptsResult) setReceived(t time.Time) { r.Received = t }
+func (r *promptsPage) setReceived(t time.Time) { r.Received = t }
 
 // GetPromptResult is the result of prompts/get.
 type GetPromptResult struct {
@@ -47,9 +47,9 @@ type GetPromptResult struct {
 	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
-// ListPrompts returns one page of the server's prompts.
-func (c *Client) ListPrompts(ctx context.Context, cursor string, opts ...CallOption) (*ListPromptsResult, error) {
-	var res ListPromptsResult
+// listPrompts returns one page of the server's prompts.
+func (c *Client) listPrompts(ctx context.Context, cursor string, opts ...CallOption) (*promptsPage, error) {
+	var res promptsPage
 	if err := c.cachedCall(ctx, "prompts/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (c *Client) ListPrompts(ctx context.Context, cursor string, opts ...CallOpt
 // Prompts iterates over all the server's prompts, page by page.
 func (c *Client) Prompts(ctx context.Context, opts ...CallOption) iter.Seq2[*Prompt, error] {
 	return paginate(func(cursor string) ([]*Prompt, string, error) {
-		res, err := c.ListPrompts(ctx, cursor, opts...)
+		res, err := c.listPrompts(ctx, cursor, opts...)
 		if err != nil {
 			return nil, "", err
 		}

@@ -53,25 +53,25 @@ type ResourceTemplate struct {
 	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
-// ListResourcesResult is one page of resources/list.
-type ListResourcesResult struct {
+// resourcesPage is one page of resources/list.
+type resourcesPage struct {
 	Resources  []*Resource     `json:"resources"`
 	NextCursor string          `json:"nextCursor,omitempty"`
 	Meta       json.RawMessage `json:"_meta,omitempty"`
 	Cache
 }
 
-func (r *ListResourcesResult) setReceived(t time.Time) { r.Received = t }
+func (r *resourcesPage) setReceived(t time.Time) { r.Received = t }
 
-// ListResourceTemplatesResult is one page of resources/templates/list.
-type ListResourceTemplatesResult struct {
+// templatesPage is one page of resources/templates/list.
+type templatesPage struct {
 	ResourceTemplates []*ResourceTemplate `json:"resourceTemplates"`
 	NextCursor        string              `json:"nextCursor,omitempty"`
 	Meta              json.RawMessage     `json:"_meta,omitempty"`
 	Cache
 }
 
-func (r *ListResourceTemplatesResult) setReceived(t time.Time) { r.Received = t }
+func (r *templatesPage) setReceived(t time.Time) { r.Received = t }
 
 // ReadResourceResult is the result of resources/read.
 type ReadResourceResult struct {
@@ -82,9 +82,9 @@ type ReadResourceResult struct {
 
 func (r *ReadResourceResult) setReceived(t time.Time) { r.Received = t }
 
-// ListResources returns one page of the server's resources.
-func (c *Client) ListResources(ctx context.Context, cursor string, opts ...CallOption) (*ListResourcesResult, error) {
-	var res ListResourcesResult
+// listResources returns one page of the server's resources.
+func (c *Client) listResources(ctx context.Context, cursor string, opts ...CallOption) (*resourcesPage, error) {
+	var res resourcesPage
 	if err := c.cachedCall(ctx, "resources/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (c *Client) ListResources(ctx context.Context, cursor string, opts ...CallO
 // Resources iterates over all the server's resources, page by page.
 func (c *Client) Resources(ctx context.Context, opts ...CallOption) iter.Seq2[*Resource, error] {
 	return paginate(func(cursor string) ([]*Resource, string, error) {
-		res, err := c.ListResources(ctx, cursor, opts...)
+		res, err := c.listResources(ctx, cursor, opts...)
 		if err != nil {
 			return nil, "", err
 		}
@@ -102,10 +102,10 @@ func (c *Client) Resources(ctx context.Context, opts ...CallOption) iter.Seq2[*R
 	})
 }
 
-// ListResourceTemplates returns one page of the server's resource
+// listResourceTemplates returns one page of the server's resource
 // templates.
-func (c *Client) ListResourceTemplates(ctx context.Context, cursor string, opts ...CallOption) (*ListResourceTemplatesResult, error) {
-	var res ListResourceTemplatesResult
+func (c *Client) listResourceTemplates(ctx context.Context, cursor string, opts ...CallOption) (*templatesPage, error) {
+	var res templatesPage
 	if err := c.cachedCall(ctx, "resources/templates/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (c *Client) ListResourceTemplates(ctx context.Context, cursor string, opts 
 // ResourceTemplates iterates over all the server's resource templates.
 func (c *Client) ResourceTemplates(ctx context.Context, opts ...CallOption) iter.Seq2[*ResourceTemplate, error] {
 	return paginate(func(cursor string) ([]*ResourceTemplate, string, error) {
-		res, err := c.ListResourceTemplates(ctx, cursor, opts...)
+		res, err := c.listResourceTemplates(ctx, cursor, opts...)
 		if err != nil {
 			return nil, "", err
 		}

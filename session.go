@@ -188,7 +188,7 @@ func (c *Client) onStreamLost(err error) {
 	c.subs.endAll(transport.ConnectionError("the stream that carried the subscription's events ended", err))
 }
 
-// debug logs a note of WithLogger.
+// debug logs a note to Options.Logger.
 func (c *Client) debug(msg string, args ...any) {
 	if c.cfg.logger != nil {
 		c.cfg.logger.Debug("snodo: "+msg, args...)

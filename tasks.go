@@ -3,13 +3,12 @@ package snodo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
-	"math"
 	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 )
 
 // Tasks: a tool call that the server runs in the background, polled by the
@@ -30,33 +29,8 @@ import (
 // the error or the input requests; it answers input requests with
 // tasks/update. There is no tasks/result and no tasks/list.
 
-// TaskStatus is the state of a task.
-type TaskStatus string
-
-// Task statuses. Completed, failed and cancelled are terminal.
-const (
-	TaskWorking       TaskStatus = "working"
-	TaskInputRequired TaskStatus = "input_required"
-	TaskCompleted     TaskStatus = "completed"
-	TaskFailed        TaskStatus = "failed"
-	TaskCancelled     TaskStatus = "cancelled"
-)
-
-// Terminal reports whether s is a final status: completed, failed or
-// cancelled.
-func (s TaskStatus) Terminal() bool {
-	return s == TaskCompleted || s == TaskFailed || s == TaskCancelled
-}
-
-func (s TaskStatus) known() bool {
-	return s == TaskWorking || s == TaskInputRequired || s.Terminal()
-}
-
 // Bounds on what a server says about its tasks.
 const (
-	// maxTaskIDBytes bounds a task ID: the client sends it back with every
-	// poll.
-	maxTaskIDBytes = 4096
 	// minPollInterval is the shortest wait between two polls, whatever the
 	// server suggests; maxPollInterval the longest.
 	minPollInterval = 50 * time.Millisecond
@@ -70,134 +44,6 @@ const (
 	maxKnownTools = 4096
 )
 
-var (
-	// ErrTaskCancelled is the cause of the error for a task that ended
-	// cancelled.
-	ErrTaskCancelled = errors.New("the task was cancelled")
-
-	// ErrTaskNotFinished is the cause of the error of TaskResult for a
-	// 2026-07-28 task that has not reached a terminal status.
-	ErrTaskNotFinished = errors.New("the task has not finished")
-)
-
-// Task is the state of a task, as tasks/get, tasks/cancel, tasks/list, a
-// status notification or the task-creating answer gave it, in either era.
-type Task struct {
-	TaskID        string     `json:"taskId"`
-	Status        TaskStatus `json:"status"`
-	StatusMessage string     `json:"statusMessage,omitempty"`
-	CreatedAt     string     `json:"createdAt,omitempty"`
-	LastUpdatedAt string     `json:"lastUpdatedAt,omitempty"`
-	// TTLMs is how long, in milliseconds from creation, the server keeps
-	// the task (legacy ttl, 2026-07-28 ttlMs); nil when absent or
-	// unlimited.
-	TTLMs *int64 `json:"ttlMs,omitempty"`
-	// PollIntervalMs is the server's suggested wait between polls (legacy
-	// pollInterval, 2026-07-28 pollIntervalMs); nil when absent.
-	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
-
-	// The 2026-07-28 tasks/get answer carries, by status: the input
-	// requests (input_required), the result (completed), the JSON-RPC
-	// error (failed).
-	InputRequests json.RawMessage `json:"inputRequests,omitempty"`
-	Result        json.RawMessage `json:"result,omitempty"`
-	Error         *Error          `json:"error,omitempty"`
-
-	Meta json.RawMessage `json:"_meta,omitempty"`
-}
-
-// taskWire reads a task in either era's spelling.
-type taskWire struct {
-	TaskID         *string         `json:"taskId"`
-	Status         string          `json:"status"`
-	StatusMessage  string          `json:"statusMessage"`
-	CreatedAt      string          `json:"createdAt"`
-	LastUpdatedAt  string          `json:"lastUpdatedAt"`
-	TTL            *float64        `json:"ttl"`
-	TTLMs          *float64        `json:"ttlMs"`
-	PollInterval   *float64        `json:"pollInterval"`
-	PollIntervalMs *float64        `json:"pollIntervalMs"`
-	InputRequests  json.RawMessage `json:"inputRequests"`
-	Result         json.RawMessage `json:"result"`
-	Error          json.RawMessage `json:"error"`
-	Meta           json.RawMessage `json:"_meta"`
-}
-
-// UnmarshalJSON implements json.Unmarshaler: it reads both eras' names
-// (ttl or ttlMs, pollInterval or pollIntervalMs) and checks what the
-// client relies on: a task ID (at most 4096 bytes), a known status, and
-// durations that are non-negative numbers.
-func (t *Task) UnmarshalJSON(data []byte) error {
-	var w taskWire
-	if err := unmarshal(data, &w); err != nil {
-		return err
-	}
-	if w.TaskID == nil || *w.TaskID == "" {
-		return errors.New("a task needs a taskId")
-	}
-	if len(*w.TaskID) > maxTaskIDBytes {
-		return fmt.Errorf("a taskId of %d bytes is over the limit of %d", len(*w.TaskID), maxTaskIDBytes)
-	}
-	s := TaskStatus(w.Status)
-	if !s.known() {
-		return fmt.Errorf("task %q has an unknown status %q", *w.TaskID, w.Status)
-	}
-	ttl, err := millis("ttl", w.TTLMs, w.TTL)
-	if err != nil {
-		return err
-	}
-	poll, err := millis("pollInterval", w.PollIntervalMs, w.PollInterval)
-	if err != nil {
-		return err
-	}
-	*t = Task{TaskID: *w.TaskID, Status: s, StatusMessage: w.StatusMessage, CreatedAt: w.CreatedAt,
-		LastUpdatedAt: w.LastUpdatedAt, TTLMs: ttl, PollIntervalMs: poll, Meta: nonNull(w.Meta),
-		InputRequests: nonNull(w.InputRequests), Result: nonNull(w.Result)}
-	if e := nonNull(w.Error); e != nil {
-		var je Error
-		if err := unmarshal(e, &je); err != nil {
-			return fmt.Errorf("task %q: invalid error: %w", t.TaskID, err)
-		}
-		je.Kind = jsonrpc.KindServer
-		t.Error = &je
-	}
-	return nil
-}
-
-// millis reads a duration in milliseconds from the first non-nil of vs.
-func millis(name string, vs ...*float64) (*int64, error) {
-	for _, v := range vs {
-		if v == nil {
-			continue
-		}
-		if *v < 0 || math.IsNaN(*v) {
-			return nil, fmt.Errorf("%s must be a non-negative number of milliseconds, got %v", name, *v)
-		}
-		n := int64(math.MaxInt64 / int64(time.Millisecond))
-		if *v < float64(n) {
-			n = int64(*v)
-		}
-		return &n, nil
-	}
-	return nil, nil
-}
-
-func nonNull(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return raw
-}
-
-// PollInterval returns the server's suggested wait between polls, 0 when
-// it suggested none.
-func (t *Task) PollInterval() time.Duration {
-	if t.PollIntervalMs == nil {
-		return 0
-	}
-	return time.Duration(*t.PollIntervalMs) * time.Millisecond
-}
-
 // taskProtocol is how one era runs tasks: the legacy era's experimental
 // tasks (legacyTasks, tasks_legacy.go) or the 2026-07-28 extension
 // (modernTasks, tasks_modern.go). The connection's dialect gives it
@@ -209,16 +55,14 @@ type taskProtocol interface {
 	// callTool is tools/call: a plain call, or a task followed to its end.
 	callTool(ctx context.Context, c *Client, call toolCall) (*CallToolResult, error)
 	// finished returns the outcome of a task that completed or failed.
-	finished(ctx context.Context, c *Client, task *Task, cc callConfig) (*CallToolResult, error)
+	finished(ctx context.Context, c *Client, task *tasks.Task, cc callConfig) (*CallToolResult, error)
 	// needsInput answers an input_required task. done says the wait is
 	// over, with res and err; pollNow asks for a poll without a pause.
-	needsInput(ctx context.Context, c *Client, task *Task, cc callConfig, in *taskInputs) (res *CallToolResult, done, pollNow bool, err error)
+	needsInput(ctx context.Context, c *Client, task *tasks.Task, cc callConfig, in *taskInputs) (res *CallToolResult, done, pollNow bool, err error)
 	// cancels reports whether the server takes tasks/cancel.
 	cancels(c *Client) bool
 	// cancelled reads tasks/cancel's answer.
-	cancelled(id string, raw json.RawMessage) (*Task, error)
-	// result is TaskResult.
-	result(ctx context.Context, c *Client, id string, opts []CallOption) (*CallToolResult, error)
+	cancelled(id string, raw json.RawMessage) (*tasks.Task, error)
 	// requestDialect is the dialect of the tasks/ requests, or nil for
 	// the connection's.
 	requestDialect(c *Client) dialect
@@ -236,9 +80,9 @@ type taskInputs struct {
 // taskCallConfig is the task part of one call's options.
 type taskCallConfig struct {
 	// handle receives the task instead of waiting for it (WithTask).
-	handle *Task
+	handle *tasks.Task
 	// onStatus sees each new status while the call waits (WithTaskStatus).
-	onStatus func(Task)
+	onStatus func(tasks.Task)
 	// pollInterval is the wait when the server suggests none.
 	pollInterval time.Duration
 
@@ -264,8 +108,8 @@ func (cc *callConfig) taskConfig() *taskCallConfig {
 // legacy era, the call asks for a task (params.task), which the server's
 // capabilities must offer (tasks.requests.tools.call) and the tool must not
 // forbid; in the 2026-07-28 era, the server decides. Follow the task with
-// GetTask, WaitTask, TaskResult and CancelTask.
-func WithTask(task *Task) CallOption {
+// GetTask, WaitTask and CancelTask.
+func WithTask(task *tasks.Task) CallOption {
 	return func(cc *callConfig) { cc.taskConfig().handle = task }
 }
 
@@ -273,7 +117,7 @@ func WithTask(task *Task) CallOption {
 // status a task takes while CallTool or WaitTask waits for it (from polls
 // and from the server's status notifications), once per change of status
 // or status message.
-func WithTaskStatus(f func(Task)) CallOption {
+func WithTaskStatus(f func(tasks.Task)) CallOption {
 	return func(cc *callConfig) { cc.taskConfig().onStatus = f }
 }
 
@@ -297,20 +141,28 @@ func (c *Client) callDialect(cc *callConfig) dialect {
 // and routed by the task code rather than by call.
 func ownsProgressToken(cc *callConfig) bool { return cc.tasks != nil && cc.tasks.ownedToken }
 
-func decodeTask(method string, raw json.RawMessage) (*Task, error) {
-	var t Task
+// nonNull is raw, or nil when raw is absent or JSON null.
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+func decodeTask(method string, raw json.RawMessage) (*tasks.Task, error) {
+	var t tasks.Task
 	if err := unmarshal(raw, &t); err != nil {
 		return nil, badResult(method, err)
 	}
 	return &t, nil
 }
 
-func taskCancelledError(t *Task) *Error {
+func taskCancelledError(t *tasks.Task) *Error {
 	msg := fmt.Sprintf("task %s was cancelled", t.TaskID)
 	if t.StatusMessage != "" {
 		msg += ": " + t.StatusMessage
 	}
-	return &Error{Kind: jsonrpc.KindServer, Code: jsonrpc.CodeInternalError, Message: msg, Cause: ErrTaskCancelled}
+	return &Error{Kind: jsonrpc.KindServer, Code: jsonrpc.CodeInternalError, Message: msg, Cause: tasks.ErrCancelled}
 }
 
 type taskIDParams struct {
@@ -321,8 +173,8 @@ func checkTaskID(method, id string) error {
 	if id == "" {
 		return protocolError(jsonrpc.CodeInvalidParams, nil, "%s needs a task ID", method)
 	}
-	if len(id) > maxTaskIDBytes {
-		return protocolError(jsonrpc.CodeInvalidParams, nil, "%s: a task ID of %d bytes is over the limit of %d", method, len(id), maxTaskIDBytes)
+	if len(id) > tasks.MaxIDBytes {
+		return protocolError(jsonrpc.CodeInvalidParams, nil, "%s: a task ID of %d bytes is over the limit of %d", method, len(id), tasks.MaxIDBytes)
 	}
 	return nil
 }
@@ -354,7 +206,7 @@ func (c *Client) taskRequestConfig(timeout time.Duration) *callConfig {
 // GetTask returns the task id's state (tasks/get). In the 2026-07-28 era
 // it carries the input requests, the result or the error, by status. An
 // answer about another task is an error.
-func (c *Client) GetTask(ctx context.Context, id string, opts ...CallOption) (*Task, error) {
+func (c *Client) GetTask(ctx context.Context, id string, opts ...CallOption) (*tasks.Task, error) {
 	if err := checkTaskID("tasks/get", id); err != nil {
 		return nil, err
 	}
@@ -372,24 +224,17 @@ func (c *Client) GetTask(ctx context.Context, id string, opts ...CallOption) (*T
 	return t, nil
 }
 
-// TaskResult returns the result of the tool call that task id runs. In the
-// legacy era it is tasks/result, which the server answers once the task
-// has ended (the server's requests of an input_required task arrive
-// meanwhile and go to the handlers); a task that failed with a JSON-RPC
-// error returns that error. In the 2026-07-28 era it is the result carried
-// by tasks/get; a task that has not finished is an error wrapping
-// ErrTaskNotFinished (WaitTask waits for it).
-func (c *Client) TaskResult(ctx context.Context, id string, opts ...CallOption) (*CallToolResult, error) {
-	return c.dialect.tasks().result(ctx, c, id, opts)
-}
-
-// WaitTask follows task id until it ends and returns its result, as
-// CallTool does for a task it started: it polls tasks/get at the
-// server's interval (bounded, see WithPollInterval), wakes at status
-// notifications, reports statuses to WithTaskStatus, and answers input
-// requests (legacy: the server's requests during tasks/result; 2026-07-28:
-// tasks/update). WithTimeout bounds each request, WithMaxTotalTimeout the
-// whole wait. Unlike CallTool, it does not cancel the task when ctx ends.
+// WaitTask follows task id until it ends and returns the result of the
+// tool call it runs, as CallTool does for a task it started: it polls
+// tasks/get at the server's interval (bounded, see WithPollInterval),
+// wakes at status notifications, reports statuses to WithTaskStatus, and
+// answers input requests (legacy: the server's requests during
+// tasks/result; 2026-07-28: tasks/update). A task that has already ended
+// is answered at once: its result (legacy tasks/result; 2026-07-28 the
+// result tasks/get carries), or the JSON-RPC error it failed with, or an
+// error wrapping tasks.ErrCancelled. WithTimeout bounds each request,
+// WithMaxTotalTimeout the whole wait. Unlike CallTool, it does not cancel
+// the task when ctx ends. To look at a task without waiting, use GetTask.
 func (c *Client) WaitTask(ctx context.Context, id string, opts ...CallOption) (*CallToolResult, error) {
 	cc := c.callConfig(opts)
 	var deadline time.Time
@@ -410,7 +255,7 @@ func (c *Client) WaitTask(ctx context.Context, id string, opts ...CallOption) (*
 // legacy era the answer is the task, cancelled; in the 2026-07-28 era
 // cancelling is cooperative and the acknowledgement empty: the Task
 // returned then has only its ID.
-func (c *Client) CancelTask(ctx context.Context, id string, opts ...CallOption) (*Task, error) {
+func (c *Client) CancelTask(ctx context.Context, id string, opts ...CallOption) (*tasks.Task, error) {
 	if err := checkTaskID("tasks/cancel", id); err != nil {
 		return nil, err
 	}
@@ -421,21 +266,20 @@ func (c *Client) CancelTask(ctx context.Context, id string, opts ...CallOption) 
 	return c.dialect.tasks().cancelled(id, raw)
 }
 
-// ListTasksResult is one page of tasks/list.
-type ListTasksResult struct {
-	Tasks      []*Task         `json:"tasks"`
+// tasksPage is one page of tasks/list.
+type tasksPage struct {
+	Tasks      []*tasks.Task   `json:"tasks"`
 	NextCursor string          `json:"nextCursor,omitempty"`
 	Meta       json.RawMessage `json:"_meta,omitempty"`
 }
 
-// ListTasks returns one page of the server's tasks (tasks/list), starting
-// at cursor ("" for the first page). The 2026-07-28 tasks extension has no
-// tasks/list: there it is an error wrapping ErrNotInEra.
-func (c *Client) ListTasks(ctx context.Context, cursor string, opts ...CallOption) (*ListTasksResult, error) {
+// listTasks returns one page of the server's tasks (tasks/list), starting
+// at cursor ("" for the first page).
+func (c *Client) listTasks(ctx context.Context, cursor string, opts ...CallOption) (*tasksPage, error) {
 	if err := c.require("tasks/list"); err != nil {
 		return nil, err
 	}
-	var res ListTasksResult
+	var res tasksPage
 	if err := c.callTyped(ctx, "tasks/list", pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
@@ -447,11 +291,13 @@ func (c *Client) ListTasks(ctx context.Context, cursor string, opts ...CallOptio
 	return &res, nil
 }
 
-// Tasks iterates over all the server's tasks, page by page (legacy era).
-// An error ends the iteration as its last pair.
-func (c *Client) Tasks(ctx context.Context, opts ...CallOption) iter.Seq2[*Task, error] {
-	return paginate(func(cursor string) ([]*Task, string, error) {
-		res, err := c.ListTasks(ctx, cursor, opts...)
+// Tasks iterates over all the server's tasks (tasks/list), page by page
+// (legacy era). An error ends the iteration as its last pair. The
+// 2026-07-28 tasks extension has no tasks/list: there the one pair is an
+// error wrapping ErrNotInEra.
+func (c *Client) Tasks(ctx context.Context, opts ...CallOption) iter.Seq2[*tasks.Task, error] {
+	return paginate(func(cursor string) ([]*tasks.Task, string, error) {
+		res, err := c.listTasks(ctx, cursor, opts...)
 		if err != nil {
 			return nil, "", err
 		}

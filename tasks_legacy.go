@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 	"github.com/snodo/snodo/transport"
 )
 
@@ -240,14 +241,14 @@ func (c *Client) callToolAsTask(ctx context.Context, call toolCall) (*CallToolRe
 }
 
 // finished fetches the result of a task that ended with tasks/result.
-func (legacyTasks) finished(ctx context.Context, c *Client, task *Task, cc callConfig) (*CallToolResult, error) {
+func (legacyTasks) finished(ctx context.Context, c *Client, task *tasks.Task, cc callConfig) (*CallToolResult, error) {
 	return c.legacyTaskResult(ctx, task.TaskID, &cc)
 }
 
 // needsInput waits on tasks/result, while the server sends its requests on
 // the connection; tasks/result ends with the task. One that outlives the
 // call's timeout is not an end: the task is polled again at once.
-func (legacyTasks) needsInput(ctx context.Context, c *Client, task *Task, cc callConfig, _ *taskInputs) (res *CallToolResult, done, pollNow bool, err error) {
+func (legacyTasks) needsInput(ctx context.Context, c *Client, task *tasks.Task, cc callConfig, _ *taskInputs) (res *CallToolResult, done, pollNow bool, err error) {
 	res, err = c.legacyTaskResult(ctx, task.TaskID, &cc)
 	if err == nil || !errors.Is(err, ErrTimeout) || ctx.Err() != nil {
 		return res, true, false, err
@@ -259,16 +260,8 @@ func (legacyTasks) needsInput(ctx context.Context, c *Client, task *Task, cc cal
 func (legacyTasks) cancels(c *Client) bool { return c.tasks.capability(c.capabilities.Raw).cancel }
 
 // cancelled reads tasks/cancel's answer: the task, cancelled.
-func (legacyTasks) cancelled(_ string, raw json.RawMessage) (*Task, error) {
+func (legacyTasks) cancelled(_ string, raw json.RawMessage) (*tasks.Task, error) {
 	return decodeTask("tasks/cancel", raw)
-}
-
-// result is tasks/result.
-func (legacyTasks) result(ctx context.Context, c *Client, id string, opts []CallOption) (*CallToolResult, error) {
-	if err := checkTaskID("tasks/result", id); err != nil {
-		return nil, err
-	}
-	return c.legacyTaskResult(ctx, id, c.callConfig(opts))
 }
 
 // requestDialect is nil: the tasks/ requests speak the connection's

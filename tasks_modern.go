@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 	"github.com/snodo/snodo/transport"
 )
 
@@ -65,7 +66,7 @@ func (c *Client) tasksDialect() dialect {
 // updateTask answers the input requests of a 2026-07-28 input_required
 // task that have not been answered yet, with tasks/update, and returns how
 // many it answered.
-func (c *Client) updateTask(ctx context.Context, task *Task, cc *callConfig, deadline time.Time, answered map[string]bool) (int, error) {
+func (c *Client) updateTask(ctx context.Context, task *tasks.Task, cc *callConfig, deadline time.Time, answered map[string]bool) (int, error) {
 	if task.InputRequests == nil {
 		return 0, nil
 	}
@@ -104,14 +105,14 @@ func (c *Client) updateTask(ctx context.Context, task *Task, cc *callConfig, dea
 
 // modernOutcome is the end of a 2026-07-28 task: its inline result, or
 // its error.
-func modernOutcome(t *Task) (*CallToolResult, error) {
+func modernOutcome(t *tasks.Task) (*CallToolResult, error) {
 	switch t.Status {
-	case TaskCompleted:
+	case tasks.Completed:
 		if t.Result == nil {
 			return nil, protocolError(jsonrpc.CodeInternalError, nil, "task %s completed without a result", t.TaskID)
 		}
 		return decodeToolResult(t.Result)
-	case TaskFailed:
+	case tasks.Failed:
 		if t.Error == nil {
 			msg := t.StatusMessage
 			if msg == "" {
@@ -191,13 +192,13 @@ func (modernTasks) callTool(ctx context.Context, c *Client, call toolCall) (*Cal
 }
 
 // finished is the task's inline result, or its error.
-func (modernTasks) finished(_ context.Context, _ *Client, task *Task, _ callConfig) (*CallToolResult, error) {
+func (modernTasks) finished(_ context.Context, _ *Client, task *tasks.Task, _ callConfig) (*CallToolResult, error) {
 	return modernOutcome(task)
 }
 
 // needsInput answers the input requests not answered yet with
-// tasks/update; the rounds that answer any count against WithMaxRounds.
-func (modernTasks) needsInput(ctx context.Context, c *Client, task *Task, cc callConfig, in *taskInputs) (res *CallToolResult, done, pollNow bool, err error) {
+// tasks/update; the rounds that answer any count against Options.MaxRounds.
+func (modernTasks) needsInput(ctx context.Context, c *Client, task *tasks.Task, cc callConfig, in *taskInputs) (res *CallToolResult, done, pollNow bool, err error) {
 	n, err := c.updateTask(ctx, task, &cc, in.deadline, in.answered)
 	if err != nil {
 		return nil, true, false, err
@@ -216,20 +217,8 @@ func (modernTasks) cancels(*Client) bool { return true }
 
 // cancelled reads tasks/cancel's empty acknowledgement: the Task has only
 // its ID.
-func (modernTasks) cancelled(id string, _ json.RawMessage) (*Task, error) {
-	return &Task{TaskID: id}, nil
-}
-
-// result is the result tasks/get carries, for a task that has ended.
-func (modernTasks) result(ctx context.Context, c *Client, id string, opts []CallOption) (*CallToolResult, error) {
-	t, err := c.GetTask(ctx, id, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if !t.Status.Terminal() {
-		return nil, protocolError(jsonrpc.CodeInvalidRequest, ErrTaskNotFinished, "task %s is %s", id, t.Status)
-	}
-	return modernOutcome(t)
+func (modernTasks) cancelled(id string, _ json.RawMessage) (*tasks.Task, error) {
+	return &tasks.Task{TaskID: id}, nil
 }
 
 // requestDialect declares the extension: servers refuse the tasks/

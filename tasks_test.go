@@ -17,6 +17,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 	"github.com/snodo/snodo/transport"
 )
 
@@ -38,13 +39,13 @@ func legacyTaskServer(caps string, next func(fc *fakeCall) *jsonrpc.Response) fu
 	}
 }
 
-func connectTasks(t *testing.T, modern bool, caps string, next func(fc *fakeCall) *jsonrpc.Response, opts ...snodo.Option) (*snodo.Client, *fake) {
+func connectTasks(t *testing.T, modern bool, caps string, next func(fc *fakeCall) *jsonrpc.Response, opts ...*snodo.Options) (*snodo.Client, *fake) {
 	t.Helper()
 	if modern {
 		return connectModern(t, next, opts...)
 	}
 	f := newFake(t, legacyTaskServer(caps, next))
-	c, err := snodo.Connect(context.Background(), f, opts...)
+	c, err := snodo.Connect(context.Background(), f, optionsOf(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestTaskWaitByDefault(t *testing.T) {
 			}
 		}
 		var statuses []string
-		res, err := c.CallTool(ctx, "slow", map[string]string{"topic": "x"}, snodo.WithTaskStatus(func(tk snodo.Task) {
+		res, err := c.CallTool(ctx, "slow", map[string]string{"topic": "x"}, snodo.WithTaskStatus(func(tk tasks.Task) {
 			statuses = append(statuses, string(tk.Status)+":"+tk.StatusMessage)
 		}))
 		if err != nil || len(res.Content) != 1 || res.Content[0].Text != "done" {
@@ -243,8 +244,7 @@ func testTaskRetry(t *testing.T, asResult bool) {
 }
 
 // "A WithTask(...) CallOption for callers that want the handle instead";
-// the handle is then followed with GetTask, TaskResult, WaitTask,
-// CancelTask.
+// the handle is then followed with GetTask, WaitTask and CancelTask.
 func TestTaskHandle(t *testing.T) {
 	eras(t, func(t *testing.T, modern bool) {
 		recordPolls(t)
@@ -270,36 +270,27 @@ func TestTaskHandle(t *testing.T) {
 			return noMore(fc)
 		})
 		ctx := context.Background()
-		var h snodo.Task
+		var h tasks.Task
 		res, err := c.CallTool(ctx, "slow", nil, snodo.WithTask(&h))
 		if err != nil || res != nil {
 			t.Fatalf("CallTool WithTask: %+v %v", res, err)
 		}
-		if h.TaskID != "h-1" || h.Status != snodo.TaskWorking || h.StatusMessage != "queued" || h.PollInterval() != 5*time.Second || h.TTLMs == nil || *h.TTLMs != 60000 {
+		if h.TaskID != "h-1" || h.Status != tasks.Working || h.StatusMessage != "queued" || h.PollInterval() != 5*time.Second || h.TTLMs == nil || *h.TTLMs != 60000 {
 			t.Errorf("handle %+v", h)
 		}
 		if len(f.sent("tasks/get")) != 0 {
 			t.Error("the handle was polled")
 		}
 		got, err := c.GetTask(ctx, "h-1")
-		if err != nil || got.Status != snodo.TaskWorking {
+		if err != nil || got.Status != tasks.Working {
 			t.Errorf("GetTask: %+v %v", got, err)
 		}
-		if modern {
-			_, err := c.TaskResult(ctx, "h-1")
-			if !errors.Is(err, snodo.ErrTaskNotFinished) {
-				t.Errorf("TaskResult of a working task: %v", err)
-			}
-		}
 		status = "completed"
-		if res, err := c.TaskResult(ctx, "h-1"); err != nil || res.Content[0].Text != "done" {
-			t.Errorf("TaskResult: %+v %v", res, err)
-		}
 		if res, err := c.WaitTask(ctx, "h-1"); err != nil || res.Content[0].Text != "done" {
 			t.Errorf("WaitTask: %+v %v", res, err)
 		}
 		ct, err := c.CancelTask(ctx, "h-1")
-		if err != nil || ct.TaskID != "h-1" || (!modern && ct.Status != snodo.TaskCancelled) {
+		if err != nil || ct.TaskID != "h-1" || (!modern && ct.Status != tasks.Cancelled) {
 			t.Errorf("CancelTask: %+v %v", ct, err)
 		}
 		for _, m := range []string{"tasks/get", "tasks/cancel"} {
@@ -320,14 +311,14 @@ func TestTaskHandle(t *testing.T) {
 // not forbid tasks; nothing is sent otherwise.
 func TestTaskHandleRefusedWithoutCapability(t *testing.T) {
 	c, f := connectTasks(t, false, `{"tools":{}}`, noMore)
-	var h snodo.Task
+	var h tasks.Task
 	if _, err := c.CallTool(context.Background(), "slow", nil, snodo.WithTask(&h)); err == nil || !contains(err.Error(), "tasks.requests.tools.call") {
 		t.Errorf("WithTask without the capability: %v", err)
 	}
 	c, f2 := connectTasks(t, false, fullTaskCaps, func(fc *fakeCall) *jsonrpc.Response {
 		return result(fc, `{"tools":[{"name":"quick","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}]}`)
 	})
-	if _, err := c.ListTools(context.Background(), ""); err != nil {
+	if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CallTool(context.Background(), "quick", nil, snodo.WithTask(&h)); err == nil || !contains(err.Error(), "forbids") {
@@ -368,7 +359,7 @@ func TestTaskPollIntervalBounds(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		var h snodo.Task
+		var h tasks.Task
 		if _, err := c.CallTool(context.Background(), "slow", nil, snodo.WithTask(&h)); err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +370,7 @@ func TestTaskPollIntervalBounds(t *testing.T) {
 		if got := waits(); !slices.Equal(got, []time.Duration{30 * time.Second, time.Second}) {
 			t.Errorf("waits %v", got)
 		}
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.CallTool(context.Background(), "slow", nil, snodo.WithPollInterval(300*time.Millisecond)); err != nil {
@@ -419,7 +410,7 @@ func TestTaskCancelOnContext(t *testing.T) {
 				}
 				return noMore(fc)
 			})
-			if _, err := c.ListTools(context.Background(), ""); err != nil {
+			if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 				t.Fatal(err)
 			}
 			_, err := c.CallTool(ctx, "slow", nil)
@@ -465,7 +456,7 @@ func TestTaskFailed(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		_, err := c.CallTool(context.Background(), "slow", nil)
@@ -475,7 +466,7 @@ func TestTaskFailed(t *testing.T) {
 		}
 		end = "cancelled"
 		_, err = c.CallTool(context.Background(), "slow", nil)
-		if !errors.Is(err, snodo.ErrTaskCancelled) || !contains(err.Error(), "by operator") {
+		if !errors.Is(err, tasks.ErrCancelled) || !contains(err.Error(), "by operator") {
 			t.Errorf("cancelled task: %v", err)
 		}
 		if len(f.sent("tasks/cancel")) != 0 {
@@ -530,8 +521,8 @@ func TestTaskInputRequired(t *testing.T) {
 				return result(fc, doneResult)
 			}
 			return noMore(fc)
-		}, snodo.WithHandler(abi.MethodElicitationCreate, h))
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		}, &snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}})
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		res, err := c.CallTool(context.Background(), "ask", nil)
@@ -603,13 +594,13 @@ func TestTaskStatusNotifications(t *testing.T) {
 				return result(fc, doneResult)
 			}
 			return noMore(fc)
-		}, snodo.WithNotificationHook(func(m string, _ json.RawMessage) { hooked = append(hooked, m) }))
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		}, &snodo.Options{OnNotification: func(m string, _ json.RawMessage) { hooked = append(hooked, m) }})
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		var statuses []string
 		var progress []snodo.Progress
-		opts := []snodo.CallOption{snodo.WithTaskStatus(func(tk snodo.Task) {
+		opts := []snodo.CallOption{snodo.WithTaskStatus(func(tk tasks.Task) {
 			statuses = append(statuses, tk.StatusMessage)
 			if tk.StatusMessage == "still going" {
 				// Seen: now the server finishes, and says so.
@@ -677,8 +668,15 @@ func TestTaskListPagination(t *testing.T) {
 	}
 
 	m, _ := connectModern(t, noMore)
-	if _, err := m.ListTasks(context.Background(), ""); !errors.Is(err, snodo.ErrNotInEra) {
-		t.Errorf("modern ListTasks: %v", err)
+	n := 0
+	for task, err := range m.Tasks(context.Background()) {
+		n++
+		if task != nil || !errors.Is(err, snodo.ErrNotInEra) {
+			t.Errorf("modern Tasks: %v %v", task, err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("modern Tasks gave %d pairs, want the one error", n)
 	}
 }
 
@@ -704,7 +702,7 @@ func TestTaskLyingServer(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		cases := []struct{ answer, want string }{
@@ -755,7 +753,7 @@ func TestTaskEndlessWorkingBounded(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		_, err := c.CallTool(context.Background(), "slow", nil, snodo.WithMaxTotalTimeout(300*time.Millisecond))
@@ -815,7 +813,7 @@ func TestTaskNotificationFloodDoesNotFloodPolls(t *testing.T) {
 			}
 			return noMore(fc)
 		})
-		if _, err := c.ListTools(context.Background(), ""); err != nil {
+		if _, err := snodo.ListTools(c, context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
 		_, err := c.CallTool(context.Background(), "slow", nil, snodo.WithMaxTotalTimeout(300*time.Millisecond))
@@ -854,7 +852,7 @@ func TestTaskOverHTTPCarriesTheTaskIDInMcpName(t *testing.T) {
 		}
 		return 200, `{"jsonrpc":"2.0","id":ID,"error":{"code":-32601,"message":"no"}}`, nil
 	})
-	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL))
+	c, err := snodo.Connect(context.Background(), httpTransport(t, srv.URL), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 	"github.com/snodo/snodo/transport"
 )
 
@@ -35,7 +36,7 @@ type taskWaiter struct {
 	wake chan struct{} // buffered 1
 
 	mu       sync.Mutex
-	status   *Task           // the newest status notification not yet seen
+	status   *tasks.Task     // the newest status notification not yet seen
 	progress json.RawMessage // the newest progress not yet delivered
 }
 
@@ -49,7 +50,7 @@ func (w *taskWaiter) signal() {
 }
 
 // take returns what notifications left for the waiter.
-func (w *taskWaiter) take() (*Task, json.RawMessage) {
+func (w *taskWaiter) take() (*tasks.Task, json.RawMessage) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s, p := w.status, w.progress
@@ -122,7 +123,7 @@ func (c *Client) taskNotification(n *jsonrpc.Notification) bool {
 		w.signal()
 		return true
 	case "notifications/tasks/status", "notifications/tasks":
-		var t Task
+		var t tasks.Task
 		if unmarshal(n.Params, &t) != nil {
 			return false
 		}
@@ -152,7 +153,7 @@ var pollTimer = func(d time.Duration) (<-chan time.Time, func()) {
 // deadline, when set, bounds the whole wait; with cancelOnStop, a wait that
 // ends before the task (the caller's ctx, the deadline, an error) sends
 // tasks/cancel.
-func (c *Client) awaitTask(ctx context.Context, w *taskWaiter, task *Task, cc *callConfig, onProgress transport.ProgressFunc, deadline time.Time, cancelOnStop bool) (*CallToolResult, error) {
+func (c *Client) awaitTask(ctx context.Context, w *taskWaiter, task *tasks.Task, cc *callConfig, onProgress transport.ProgressFunc, deadline time.Time, cancelOnStop bool) (*CallToolResult, error) {
 	parent := ctx
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -192,14 +193,14 @@ func (c *Client) cancelAbandoned(ctx context.Context, id string, cc *callConfig)
 }
 
 // followTask polls task to its end. *last is the newest status seen.
-func (c *Client) followTask(ctx context.Context, w *taskWaiter, task *Task, cc *callConfig, onProgress transport.ProgressFunc, deadline time.Time, last **Task) (*CallToolResult, error) {
-	var onStatus func(Task)
+func (c *Client) followTask(ctx context.Context, w *taskWaiter, task *tasks.Task, cc *callConfig, onProgress transport.ProgressFunc, deadline time.Time, last **tasks.Task) (*CallToolResult, error) {
+	var onStatus func(tasks.Task)
 	var configured time.Duration
 	if cc.tasks != nil {
 		onStatus, configured = cc.tasks.onStatus, cc.tasks.pollInterval
 	}
-	var shown *Task
-	report := func(t *Task) {
+	var shown *tasks.Task
+	report := func(t *tasks.Task) {
 		*last = t
 		if onStatus != nil && (shown == nil || shown.Status != t.Status || shown.StatusMessage != t.StatusMessage) {
 			shown = t
@@ -214,11 +215,11 @@ func (c *Client) followTask(ctx context.Context, w *taskWaiter, task *Task, cc *
 		report(task)
 		pollNow := false
 		switch {
-		case task.Status == TaskCancelled:
+		case task.Status == tasks.Cancelled:
 			return nil, taskCancelledError(task)
 		case task.Status.Terminal():
 			return tp.finished(ctx, c, task, *cc)
-		case task.Status == TaskInputRequired:
+		case task.Status == tasks.InputRequired:
 			res, done, now, err := tp.needsInput(ctx, c, task, *cc, &in)
 			if done {
 				return res, err
@@ -243,7 +244,7 @@ func (c *Client) followTask(ctx context.Context, w *taskWaiter, task *Task, cc *
 // needs input — but never less than minPollInterval after the last poll
 // (polled), however often the server says so. It delivers progress and
 // reports notified statuses on the way, in the caller's goroutine.
-func (c *Client) pauseTask(ctx context.Context, w *taskWaiter, task *Task, configured time.Duration, polled time.Time, onProgress transport.ProgressFunc, report func(*Task)) error {
+func (c *Client) pauseTask(ctx context.Context, w *taskWaiter, task *tasks.Task, configured time.Duration, polled time.Time, onProgress transport.ProgressFunc, report func(*tasks.Task)) error {
 	d := task.PollInterval()
 	if task.PollIntervalMs == nil {
 		d = defaultPollInterval
@@ -270,7 +271,7 @@ func (c *Client) pauseTask(ctx context.Context, w *taskWaiter, task *Task, confi
 				}
 			}
 			if status != nil && status.TaskID == task.TaskID {
-				if status.Status.Terminal() || status.Status == TaskInputRequired {
+				if status.Status.Terminal() || status.Status == tasks.InputRequired {
 					// Poll now, for the result or the requests.
 					return c.pollFloor(ctx, polled)
 				}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"github.com/snodo/snodo/internal/jsoncodec"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 	"iter"
 	"reflect"
 	"sync"
@@ -44,29 +45,29 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 // MarshalJSON implements json.Marshaler, writing unknown members back.
 func (t Tool) MarshalJSON() ([]byte, error) { return encodeKeepingExtra(toolFields(t), t.Extra) }
 
-// ListToolsResult is one page of tools/list.
-type ListToolsResult struct {
+// toolsPage is one page of tools/list.
+type toolsPage struct {
 	Tools      []*Tool         `json:"tools"`
 	NextCursor string          `json:"nextCursor,omitempty"`
 	Meta       json.RawMessage `json:"_meta,omitempty"`
 	Cache
 }
 
-func (r *ListToolsResult) setReceived(t time.Time) { r.Received = t }
+func (r *toolsPage) setReceived(t time.Time) { r.Received = t }
 
 type pageParams struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// ListTools returns one page of the server's tools, starting at cursor
+// listTools returns one page of the server's tools, starting at cursor
 // ("" for the first page).
 //
 // Over HTTP in the 2026-07-28 era, a tool whose x-mcp-header annotations
-// are invalid is left out, with a warning (WithWarningHook), and the
+// are invalid is left out, with a warning (Options.OnWarning), and the
 // client remembers the annotations of the others: CallTool mirrors the
 // annotated arguments into Mcp-Param-{Name} headers.
-func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
-	var res ListToolsResult
+func (c *Client) listTools(ctx context.Context, cursor string, opts ...CallOption) (*toolsPage, error) {
+	var res toolsPage
 	if err := c.cachedCall(ctx, "tools/list", cursor, pageParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
@@ -77,11 +78,17 @@ func (c *Client) ListTools(ctx context.Context, cursor string, opts ...CallOptio
 	return &res, nil
 }
 
-// Tools iterates over all the server's tools, page by page. An error ends
-// the iteration as its last pair.
+// Tools iterates over all the server's tools, page by page (each page
+// kept by the result cache per cursor). An error ends the iteration as its
+// last pair.
+//
+// Over HTTP in the 2026-07-28 era, a tool whose x-mcp-header annotations
+// are invalid is left out, with a warning (Options.OnWarning), and the
+// client remembers the annotations of the others: CallTool mirrors the
+// annotated arguments into Mcp-Param-{Name} headers.
 func (c *Client) Tools(ctx context.Context, opts ...CallOption) iter.Seq2[*Tool, error] {
 	return paginate(func(cursor string) ([]*Tool, string, error) {
-		res, err := c.ListTools(ctx, cursor, opts...)
+		res, err := c.listTools(ctx, cursor, opts...)
 		if err != nil {
 			return nil, "", err
 		}
@@ -133,7 +140,7 @@ type CallToolResult struct {
 // CallTool calls the tool name with arguments (anything that encodes to a
 // JSON object, or nil). In the 2026-07-28 era, a server that asks for input
 // is answered by the client's handlers and the call retried (see
-// WithHandler and WithMaxRounds).
+// Options.Handlers and Options.MaxRounds).
 //
 // A tool the server runs as a task is waited for: in the legacy era, a
 // tool whose execution.taskSupport is "required" (known from a tools/list
@@ -187,7 +194,7 @@ type toolCall struct {
 }
 
 // handle is the task the caller asked for with WithTask, or nil.
-func (tc toolCall) handle() *Task {
+func (tc toolCall) handle() *tasks.Task {
 	if tc.cc.tasks != nil {
 		return tc.cc.tasks.handle
 	}

@@ -46,9 +46,13 @@ func TestTraceContextFromSpanInBothEras(t *testing.T) {
 			f *fake
 		)
 		if legacy {
-			c, f = connectLegacy(t, handle, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
+			c, f = connectLegacy(t, handle, &snodo.Options{
+				Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler},
+			})
 		} else {
-			c, f = connectModern(t, handle, snodo.WithHandler(abi.MethodElicitationCreate, nameHandler))
+			c, f = connectModern(t, handle, &snodo.Options{
+				Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: nameHandler},
+			})
 		}
 		if _, err := c.CallTool(spanContext(t), "a", nil); err != nil {
 			t.Fatal(err)

@@ -16,27 +16,25 @@ type Implementation struct {
 }
 
 // ServerCapabilities is what a server says it offers. A nil member means
-// the capability is absent. Raw is the capabilities object as received.
+// the capability is absent; ListChanged says the server sends the list's
+// list_changed notifications, Subscribe that it takes resources/subscribe.
+// Raw is the capabilities object as received.
 type ServerCapabilities struct {
-	Tools        *ListChangedCapability     `json:"tools,omitempty"`
-	Prompts      *ListChangedCapability     `json:"prompts,omitempty"`
-	Resources    *ResourcesCapability       `json:"resources,omitempty"`
+	Tools *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"tools,omitempty"`
+	Prompts *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"prompts,omitempty"`
+	Resources *struct {
+		Subscribe   bool `json:"subscribe,omitempty"`
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"resources,omitempty"`
 	Logging      json.RawMessage            `json:"logging,omitempty"`
 	Completions  json.RawMessage            `json:"completions,omitempty"`
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 	Extensions   map[string]json.RawMessage `json:"extensions,omitempty"`
 	Raw          json.RawMessage            `json:"-"`
-}
-
-// ListChangedCapability is the tools or prompts capability.
-type ListChangedCapability struct {
-	ListChanged bool `json:"listChanged,omitempty"`
-}
-
-// ResourcesCapability is the resources capability.
-type ResourcesCapability struct {
-	Subscribe   bool `json:"subscribe,omitempty"`
-	ListChanged bool `json:"listChanged,omitempty"`
 }
 
 func decodeCapabilities(raw json.RawMessage) (ServerCapabilities, error) {
@@ -77,20 +75,11 @@ func (c Cache) Fresh(now time.Time) bool {
 	return now.Before(c.Received.Add(c.TTL()))
 }
 
-// LogLevel is a syslog severity, for server log messages.
+// LogLevel is the severity of a server log message, one of the eight of
+// RFC 5424 as MCP spells them, least severe first: "debug", "info",
+// "notice", "warning", "error", "critical", "alert", "emergency". (Logging
+// is deprecated in the 2026-07-28 revision, and still MCP.)
 type LogLevel string
-
-// Log levels, least severe first.
-const (
-	LogDebug     LogLevel = "debug"
-	LogInfo      LogLevel = "info"
-	LogNotice    LogLevel = "notice"
-	LogWarning   LogLevel = "warning"
-	LogError     LogLevel = "error"
-	LogCritical  LogLevel = "critical"
-	LogAlert     LogLevel = "alert"
-	LogEmergency LogLevel = "emergency"
-)
 
 // LogMessage is a notifications/message from the server.
 type LogMessage struct {

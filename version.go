@@ -3,11 +3,11 @@ package snodo
 import "slices"
 
 // Version is Snodo's version: what the client reports as its clientInfo
-// (unless WithClientInfo says otherwise) and what snodo-run prints.
+// (unless Options.ClientInfo says otherwise) and what snodo-run prints.
 const Version = "0.1.0"
 
 // Protocol versions Snodo speaks (SupportedVersions lists them; a caller
-// names one as a string, for WithProtocolVersion).
+// names one as a string, for Options.ProtocolVersion).
 const (
 	version20241105 = "2024-11-05"
 	version20250326 = "2025-03-26"

@@ -78,7 +78,7 @@ const (
 
 // The methods a server asks of a client, which a module may answer in ABI
 // version 1. They are the one spelling of these MCP method names in Snodo:
-// the client's snodo.WithHandler takes them too, for native Go handlers.
+// the client's snodo.Options.Handlers take them too, for native Go handlers.
 const (
 	MethodElicitationCreate = "elicitation/create"
 	MethodSamplingCreate    = "sampling/createMessage"

@@ -89,7 +89,7 @@ type Config struct {
 
 	// Keepalive, when positive, pings the server at that interval once
 	// connected and ends the connection when a ping gets no answer within
-	// it (snodo.WithKeepalive): the calls then fail with a -32000 error
+	// it (snodo.Options.Keepalive): the calls then fail with a -32000 error
 	// wrapping snodo.ErrKeepalive. 0: no pings.
 	Keepalive time.Duration
 
@@ -129,9 +129,12 @@ type Config struct {
 	// (default 2 s each).
 	ShutdownGrace time.Duration
 
-	// ClientOptions are passed to snodo.Connect after those the Runner
-	// derives from this Config, so they take precedence.
-	ClientOptions []snodo.Option
+	// ClientOptions are the options of snodo.Connect. Those the Runner
+	// derives from this Config (MaxServerRequests, DefaultTimeout, Era or
+	// ProtocolVersion, ClientInfo, Logger, OnLog, OnNotification, Handlers)
+	// fill only the fields ClientOptions leaves unset; a handler in
+	// ClientOptions.Handlers takes precedence over Native and Handlers.
+	ClientOptions snodo.Options
 
 	// CacheDir is where compiled Wasm modules are cached across runs; ""
 	// means the user's cache directory (see wasm.DefaultCacheDir).

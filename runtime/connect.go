@@ -68,7 +68,7 @@ func (g *rootsGate) watch(method string, h snodo.Handler) snodo.Handler {
 // the roots (the reference filesystem server then answers it with the
 // directories of its command line instead of the client's roots).
 func (r *Runner) awaitRoots(ctx context.Context) {
-	if r.cfg.RootsWait < 0 || r.client.Era() != snodo.EraLegacy || !r.hasRootsHandler() {
+	if r.cfg.RootsWait < 0 || r.client.Server().Era != snodo.EraLegacy || !r.hasRootsHandler() {
 		return
 	}
 	start := time.Now()

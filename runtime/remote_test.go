@@ -87,7 +87,7 @@ func TestRemoteServerWasmHandlerAnswersElicitationInBothEras(t *testing.T) {
 					_ = rt.Close(ctx)
 				}
 			}()
-			if got := rt.Client().Era(); got != tc.want {
+			if got := rt.Client().Server().Era; got != tc.want {
 				t.Fatalf("era %v, want %v", got, tc.want)
 			}
 			res, err := rt.Client().CallTool(ctx, "ask", nil)

@@ -111,9 +111,6 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = snodo.DefaultTimeout
-	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -268,76 +265,88 @@ func (r *Runner) startServer(ctx context.Context) error {
 
 // connect opens the client over the connection, with every handler.
 func (r *Runner) connect(ctx context.Context) error {
-	opts := []snodo.Option{
-		snodo.WithMaxServerRequests(r.cfg.MaxServerRequests),
-		snodo.WithDefaultTimeout(r.cfg.Timeout),
+	// The caller's ClientOptions first, then what this Config says where
+	// they leave a field unset.
+	opts := r.cfg.ClientOptions
+	opts.Handlers = map[string]snodo.Handler{}
+	if opts.MaxServerRequests == 0 {
+		opts.MaxServerRequests = r.cfg.MaxServerRequests
 	}
-	if r.cfg.Keepalive > 0 {
-		opts = append(opts, snodo.WithKeepalive(r.cfg.Keepalive))
+	if opts.DefaultTimeout == 0 {
+		opts.DefaultTimeout = r.cfg.Timeout
 	}
-	switch r.cfg.Protocol {
-	case "", "auto":
-	case "legacy":
-		opts = append(opts, snodo.WithEra(snodo.EraLegacy))
-	case "modern":
-		opts = append(opts, snodo.WithEra(snodo.EraModern))
-	default:
-		opts = append(opts, snodo.WithProtocolVersion(r.cfg.Protocol))
+	if opts.Keepalive == 0 {
+		opts.Keepalive = r.cfg.Keepalive
 	}
-	if r.cfg.ClientInfo.Name != "" {
-		opts = append(opts, snodo.WithClientInfo(r.cfg.ClientInfo))
+	if opts.Era == snodo.EraAuto && opts.ProtocolVersion == "" {
+		switch r.cfg.Protocol {
+		case "", "auto":
+		case "legacy":
+			opts.Era = snodo.EraLegacy
+		case "modern":
+			opts.Era = snodo.EraModern
+		default:
+			opts.ProtocolVersion = r.cfg.Protocol
+		}
 	}
-	if r.log != nil {
+	if opts.ClientInfo == (snodo.Implementation{}) {
+		opts.ClientInfo = r.cfg.ClientInfo
+	}
+	if opts.Logger == nil && r.log != nil {
 		// The client's own notes (a new HTTP session) at debug level:
 		// shown by snodo-run --verbose.
-		opts = append(opts, snodo.WithLogger(r.log))
+		opts.Logger = r.log
 	}
-	if r.cfg.OnLog != nil {
-		opts = append(opts, snodo.WithLogHook(r.cfg.OnLog))
+	if opts.OnLog == nil {
+		opts.OnLog = r.cfg.OnLog
 	}
-	if r.cfg.OnNotification != nil {
-		opts = append(opts, snodo.WithNotificationHook(r.cfg.OnNotification))
+	if opts.OnNotification == nil {
+		opts.OnNotification = r.cfg.OnNotification
 	}
 	for method, m := range r.handlers {
 		var h snodo.Handler = m
 		if r.cfg.WrapModule != nil {
 			h = r.cfg.WrapModule(method, m.Name(), h)
 		}
-		opts = append(opts, snodo.WithHandler(method, r.roots.watch(method, r.recording(m.Name(), h))))
+		opts.Handlers[method] = r.roots.watch(method, r.recording(m.Name(), h))
 		if method == abi.MethodSamplingCreate && m.Manifest().SamplingTools && r.cfg.Native[method] == nil {
 			// The module answers sampling requests with tools.
-			opts = append(opts, snodo.WithSamplingTools())
+			opts.SamplingTools = true
 		}
 	}
 	for method, h := range r.cfg.Native {
-		opts = append(opts, snodo.WithHandler(method, r.roots.watch(method, r.recording(method, h))))
+		opts.Handlers[method] = r.roots.watch(method, r.recording(method, h))
+	}
+	for method, h := range r.cfg.ClientOptions.Handlers {
+		if h != nil {
+			opts.Handlers[method] = h
+		}
 	}
 	// The consumer modules attach to the client, so that every call and
 	// every subscription uses them, whether made through the Runner or
 	// through Client.
 	if m := r.progress; m != nil {
-		opts = append(opts, clienthook.ProgressConsumer(func(ctx context.Context, params json.RawMessage) error {
+		clienthook.SetProgressConsumer(&opts, func(ctx context.Context, params json.RawMessage) error {
 			err := m.ProgressFunc(ctx)(params)
 			if err != nil {
 				r.log.Debug("progress module stopped the call", "module", m.Name(), "error", err)
 			}
 			return err
-		}).(snodo.Option))
+		})
 	}
 	if m := r.subscriber; m != nil {
-		opts = append(opts, clienthook.EventConsumer(func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
+		clienthook.SetEventConsumer(&opts, func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
 			stop, err := m.ConsumeEvent(ctx, method, params)
 			if stop {
 				r.log.Debug("subscriber module ended the subscription", "module", m.Name())
 			}
 			return stop, err
-		}).(snodo.Option))
+		})
 	}
-	opts = append(opts, r.cfg.ClientOptions...)
 	// HTTP+SSE carries the legacy era only: no server/discover probe.
 	sseOpts := opts
-	if r.cfg.Protocol == "" || r.cfg.Protocol == "auto" {
-		sseOpts = append(slices.Clip(opts), snodo.WithEra(snodo.EraLegacy))
+	if sseOpts.Era == snodo.EraAuto && sseOpts.ProtocolVersion == "" {
+		sseOpts.Era = snodo.EraLegacy
 	}
 	if r.cfg.Server.Remote() && r.cfg.Server.Transport == TransportSSE {
 		if err := r.dialSSE(ctx); err != nil {
@@ -345,7 +354,7 @@ func (r *Runner) connect(ctx context.Context) error {
 		}
 		opts = sseOpts
 	}
-	c, err := snodo.Connect(ctx, r.transport(), opts...)
+	c, err := snodo.Connect(ctx, r.transport(), &opts)
 	if status, ok := r.sseFallback(err); err != nil && ok {
 		r.log.Info("the server refused the Streamable HTTP initialize; trying the HTTP+SSE transport of 2024-11-05 at the same URL",
 			"url", redact.URL(r.cfg.Server.URL), "status", status)
@@ -360,13 +369,14 @@ func (r *Runner) connect(ctx context.Context) error {
 			}
 			return err
 		}
-		c, err = snodo.Connect(ctx, r.remote, sseOpts...)
+		c, err = snodo.Connect(ctx, r.remote, &sseOpts)
 	}
 	if err != nil {
 		return err
 	}
 	r.client = c
-	r.log.Debug("connected", "era", c.Era(), "version", c.ProtocolVersion(), "server", c.ServerInfo())
+	srv := c.Server()
+	r.log.Debug("connected", "era", srv.Era, "version", srv.ProtocolVersion, "server", srv.Implementation)
 	return nil
 }
 

@@ -80,7 +80,7 @@ func TestOneWasmHandlerAnswersDemoElicitationInBothEras(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := rt.Client().Era().String(); got != era {
+			if got := rt.Client().Server().Era.String(); got != era {
 				t.Errorf("connected in the %s era, want %s", got, era)
 			}
 			res, err := rt.Client().CallTool(ctx, "register", nil)
@@ -286,6 +286,56 @@ func TestMaxServerRequestsBoundsHandlersOfALegacyServer(t *testing.T) {
 				t.Errorf("limit %d: the handler ran %d times", tc.limit, got)
 			}
 		})
+	}
+}
+
+// Config.ClientOptions: a field it sets takes precedence over what the
+// Runner derives from the Config, and a handler in its Handlers over
+// Native. With MaxServerRequests 1 in the Config and 2 in ClientOptions, a
+// legacy server's two requests both run, answered by the ClientOptions
+// handler; the Native one never runs.
+func TestClientOptionsTakePrecedence(t *testing.T) {
+	var calls, native atomic.Int32
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	rt, err := Start(context.Background(), Config{
+		Server:            Server{Command: os.Args[0], Env: []EnvVar{{Name: helperEnv, Value: "two-asks"}}},
+		Protocol:          "legacy",
+		MaxServerRequests: 1,
+		Native: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			native.Add(1)
+			return json.RawMessage(`{"action":"decline"}`), nil
+		})},
+		ClientOptions: snodo.Options{
+			MaxServerRequests: 2,
+			Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+				if calls.Add(1) == 2 {
+					free()
+				}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return json.RawMessage(`{"action":"decline"}`), nil
+			})},
+		},
+		// The server says when the first request has been answered.
+		OnLog: func(m snodo.LogMessage) { free() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	res, err := rt.Client().CallTool(context.Background(), "ask", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(res); got != "a=ok b=ok" {
+		t.Errorf("%s, want a=ok b=ok (the limit of ClientOptions)", got)
+	}
+	if c, n := calls.Load(), native.Load(); c != 2 || n != 0 {
+		t.Errorf("the ClientOptions handler ran %d times and the Native one %d, want 2 and 0", c, n)
 	}
 }
 

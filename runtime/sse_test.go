@@ -101,8 +101,8 @@ func TestRemoteFallsBackToSSE(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rt.Close(ctx)
-			if rt.Client().Era() != snodo.EraLegacy || rt.Client().ServerInfo().Name != "interop-gosdk" {
-				t.Fatalf("era %v, server %+v", rt.Client().Era(), rt.Client().ServerInfo())
+			if srv := rt.Client().Server(); srv.Era != snodo.EraLegacy || srv.Implementation.Name != "interop-gosdk" {
+				t.Fatalf("server %+v", rt.Client().Server())
 			}
 			res, err := rt.Client().CallTool(ctx, "count", map[string]int{"steps": 2, "delay_ms": 1})
 			if err != nil || textOf(res) != "counted to 2" {

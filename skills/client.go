@@ -31,7 +31,7 @@ type Capability struct {
 // capabilities.extensions. The error wraps ErrNotDeclared when the server
 // does not declare it, ErrInvalid when the declaration is not an object.
 func ServerCapability(c *snodo.Client) (Capability, error) {
-	raw, ok := c.Capabilities().Extensions[ExtensionID]
+	raw, ok := c.Server().Capabilities.Extensions[ExtensionID]
 	if !ok || len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return Capability{}, failure(ErrNotDeclared, "skills/list and skills/get are sent only to a server that declares them")
 	}

@@ -51,7 +51,7 @@ func connectWith(t *testing.T, maxLine int, args ...string) *snodo.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := snodo.Connect(ctx, conn, snodo.WithDefaultTimeout(time.Minute))
+	c, err := snodo.Connect(ctx, conn, &snodo.Options{DefaultTimeout: time.Minute})
 	if err != nil {
 		conn.Close()
 		t.Fatal(err)
@@ -88,8 +88,8 @@ func TestSkillsBothEras(t *testing.T) {
 		t.Run(e.arg, func(t *testing.T) {
 			c := connect(t, e.arg)
 			ctx := ctxT(t)
-			if c.Era() != e.era {
-				t.Fatalf("era %v, want %v", c.Era(), e.era)
+			if c.Server().Era != e.era {
+				t.Fatalf("era %v, want %v", c.Server().Era, e.era)
 			}
 			capa, err := skills.ServerCapability(c)
 			if err != nil || !capa.DirectoryRead {

@@ -339,17 +339,15 @@ func (a *app) completeCmd() *cobra.Command {
 			if !ok || name == "" {
 				return usageErr("complete wants --arg NAME=VALUE (the argument to complete and what is typed so far)")
 			}
-			p.Argument.Name, p.Argument.Value = name, value
+			p.Argument, p.Value = name, value
 			if len(contextPairs) > 0 {
-				p.Context = &struct {
-					Arguments map[string]string `json:"arguments,omitempty"`
-				}{Arguments: map[string]string{}}
+				p.Context = map[string]string{}
 				for _, kv := range contextPairs {
 					k, v, ok := strings.Cut(kv, "=")
 					if !ok || k == "" {
 						return usageErr("--context wants KEY=VALUE, not %q", kv)
 					}
-					p.Context.Arguments[k] = v
+					p.Context[k] = v
 				}
 			}
 			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {

@@ -121,11 +121,12 @@ func (a *app) getPrompt(ctx context.Context, rt *runtime.Runner, name string, ar
 // server/discover again in the 2026-07-28 era.
 func (a *app) printDiscover(ctx context.Context, rt *runtime.Runner) error {
 	c := rt.Client()
+	srv := c.Server()
 	out := discoverOutput{
-		ProtocolVersion: c.ProtocolVersion(), Era: c.Era().String(),
-		ServerInfo: c.ServerInfo(), Capabilities: c.Capabilities(), Instructions: c.Instructions(),
+		ProtocolVersion: srv.ProtocolVersion, Era: srv.Era.String(),
+		ServerInfo: srv.Implementation, Capabilities: srv.Capabilities, Instructions: srv.Instructions,
 	}
-	if c.Era() == snodo.EraModern {
+	if srv.Era == snodo.EraModern {
 		var d *snodo.DiscoverResult
 		err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 			d, err = c.Discover(ctx, opts...)

@@ -253,17 +253,17 @@ func writeIndented(w io.Writer, b []byte) error {
 func writeContent(w io.Writer, blocks []snodo.Content) {
 	for _, c := range blocks {
 		switch c.Type {
-		case snodo.ContentText:
+		case "text":
 			fmt.Fprintln(w, c.Text)
-		case snodo.ContentImage, snodo.ContentAudio:
+		case "image", "audio":
 			if p := savedPath(c.Extra); p != "" {
 				fmt.Fprintf(w, "[%s %s, saved to %s]\n", c.Type, c.MIMEType, p)
 				continue
 			}
 			fmt.Fprintf(w, "[%s %s, %d bytes base64]\n", c.Type, c.MIMEType, len(c.Data))
-		case snodo.ContentResourceLink:
+		case "resource_link":
 			fmt.Fprintf(w, "[link %s %s]\n", c.URI, c.Name)
-		case snodo.ContentResource:
+		case "resource":
 			if c.Resource != nil {
 				writeResource(w, c.Resource)
 			}
@@ -291,7 +291,7 @@ func oneLine(s string) string {
 
 func firstText(blocks []snodo.Content) string {
 	for _, c := range blocks {
-		if c.Type == snodo.ContentText {
+		if c.Type == "text" {
 			return c.Text
 		}
 	}

@@ -105,8 +105,8 @@ func (a *app) proxyCmd() *cobra.Command {
 			s.runner.Native = native
 			if native[abi.MethodElicitationCreate] == p {
 				// The host decides which modes it takes.
-				s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL),
-					snodo.WithElicitationCompleteHook(p.OnElicitationComplete))
+				s.runner.ClientOptions.ElicitationModes = []string{"form", "url"}
+				s.runner.ClientOptions.OnElicitationComplete = p.OnElicitationComplete
 			}
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
 			s.runner.WrapModule = p.AuditModule
@@ -120,14 +120,15 @@ func (a *app) proxyCmd() *cobra.Command {
 			names := make([]string, 0, len(ext))
 			for name, settings := range ext {
 				names = append(names, name)
-				s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithExtension(name, settings))
+				addExtension(&s.runner.ClientOptions, name, settings)
 			}
 			if len(names) > 0 {
 				slices.Sort(names)
 				a.logger.Debug("host extensions passed to the server", "extensions", names)
 			}
 			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
-				a.logger.Debug("proxy serving", "era", rt.Client().Era(), "version", rt.Client().ProtocolVersion(), "forwarded", forwardedMethods(native, p))
+				srv := rt.Client().Server()
+				a.logger.Debug("proxy serving", "era", srv.Era, "version", srv.ProtocolVersion, "forwarded", forwardedMethods(native, p))
 				return p.Serve(ctx, rt.Client())
 			})
 		},

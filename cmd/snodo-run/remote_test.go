@@ -439,7 +439,7 @@ func TestURLForcedModernAgainstLegacyServer(t *testing.T) {
 	contains(t, "error", e.Message, "the server supports only the versions [2025-11-25 2025-06-18]", "it speaks only the legacy era",
 		"use --protocol legacy, or auto to let snodo-run choose")
 	contains(t, "data", string(e.Data), `"supported":["2025-11-25","2025-06-18"]`)
-	if strings.Contains(e.Message, "WithEra") {
+	if strings.Contains(e.Message, "Options.Era") {
 		t.Errorf("the command line's error names the Go API: %s", e.Message)
 	}
 	// Over stdio, the same.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -259,7 +260,7 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 		a.logger.Debug("config file", "path", file)
 	}
 	if s.verbose {
-		s.runner.ClientOptions = append(s.runner.ClientOptions, clienthook.DeprecatedUse(deprecationNotes(a.logger)).(snodo.Option))
+		clienthook.SetDeprecatedUse(&s.runner.ClientOptions, deprecationNotes(a.logger))
 	}
 	if s.trace && (cmd.Parent() == nil || cmd.Parent().Name() != "handlers") {
 		// handlers check and test start no server: nothing to trace.
@@ -268,15 +269,15 @@ func (a *app) prepare(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if s.mcpApps {
-		s.runner.ClientOptions = append(s.runner.ClientOptions, snodo.WithExtension(snodo.UIExtensionID, snodo.UIExtensionSettings))
+		addExtension(&s.runner.ClientOptions, snodo.UIExtensionID, json.RawMessage(`{"mimeTypes":["`+snodo.UIMIMEType+`"]}`))
 	}
 	// The shell reads its commands from stdin, and the proxy forwards URL
 	// elicitations to its host: neither asks here.
 	if name := cmd.Name(); name != "shell" && name != "proxy" &&
 		(s.urlElicit == urlElicitOn || (s.urlElicit == urlElicitAuto && isTerminal(a.stdin))) {
 		p := newURLPrompter(a.stdin, a.stderr)
-		s.runner.ClientOptions = append(s.runner.ClientOptions,
-			snodo.WithURLElicitation(p), snodo.WithElicitationCompleteHook(p.completed))
+		s.runner.ClientOptions.URLElicitation = p
+		s.runner.ClientOptions.OnElicitationComplete = p.completed
 	}
 	return nil
 }
@@ -310,4 +311,12 @@ func deprecationNotes(l *slog.Logger) func(feature, method string) {
 			l.Info(fmt.Sprintf("%s used %s (%s), deprecated in MCP 2026-07-28; still fully supported", who, feature, method))
 		}
 	}
+}
+
+// addExtension declares the client extension name with settings.
+func addExtension(o *snodo.Options, name string, settings json.RawMessage) {
+	if o.Extensions == nil {
+		o.Extensions = map[string]json.RawMessage{}
+	}
+	o.Extensions[name] = settings
 }

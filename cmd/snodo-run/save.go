@@ -108,12 +108,12 @@ func (s *saver) close() error {
 
 func (s *saver) content(c *snodo.Content) {
 	switch c.Type {
-	case snodo.ContentImage, snodo.ContentAudio:
+	case "image", "audio":
 		if path, ok := s.save(c.Type, c.MIMEType, c.Data); ok {
 			c.Data = ""
 			c.Extra = withSaved(c.Extra, path)
 		}
-	case snodo.ContentResource:
+	case "resource":
 		if c.Resource != nil {
 			s.resource(c.Resource)
 		}

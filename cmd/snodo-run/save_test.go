@@ -153,11 +153,11 @@ func TestSaveIgnoresServerNames(t *testing.T) {
 	evil := "../../etc/x"
 	extra := map[string]json.RawMessage{"name": json.RawMessage(`"../../etc/x"`), "filename": json.RawMessage(`"/tmp/x"`)}
 	res := &snodo.CallToolResult{Content: []snodo.Content{
-		{Type: snodo.ContentImage, MIMEType: "image/../../../x", Name: evil, URI: "file:///" + evil, Data: data, Extra: extra},
-		{Type: snodo.ContentAudio, MIMEType: `audio/wav; name="../../x"`, Data: data},
-		{Type: snodo.ContentResource, Resource: &snodo.ResourceContents{URI: evil, MIMEType: "../../x/y", Blob: data}},
-		{Type: snodo.ContentResource, Resource: &snodo.ResourceContents{URI: "/etc/passwd", MIMEType: "application/x-evil/../..", Blob: data}},
-		{Type: snodo.ContentImage, MIMEType: "image/png", Data: "not base64!"},
+		{Type: "image", MIMEType: "image/../../../x", Name: evil, URI: "file:///" + evil, Data: data, Extra: extra},
+		{Type: "audio", MIMEType: `audio/wav; name="../../x"`, Data: data},
+		{Type: "resource", Resource: &snodo.ResourceContents{URI: evil, MIMEType: "../../x/y", Blob: data}},
+		{Type: "resource", Resource: &snodo.ResourceContents{URI: "/etc/passwd", MIMEType: "application/x-evil/../..", Blob: data}},
+		{Type: "image", MIMEType: "image/png", Data: "not base64!"},
 	}}
 	if err := a.saveContent(res); err != nil {
 		t.Fatal(err)

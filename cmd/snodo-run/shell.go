@@ -238,7 +238,7 @@ func (sh *shell) terminal(historyFile string) error {
 		}
 	}
 	rl, err := readline.NewEx(&readline.Config{
-		Prompt:            promptOf(sh.rt.Client().ServerInfo().Name),
+		Prompt:            promptOf(sh.rt.Client().Server().Implementation.Name),
 		HistoryFile:       historyFile,
 		HistoryLimit:      historyLimit,
 		HistorySearchFold: true,
@@ -292,9 +292,9 @@ func (sh *shell) terminal(historyFile string) error {
 	}()
 
 	c := sh.rt.Client()
-	info := c.ServerInfo()
+	srv := c.Server()
 	fmt.Fprintf(sh.out, "%s %s (%s era, protocol %s). Type help for the commands, exit or Ctrl-D to leave.\n",
-		sanitize(info.Name), sanitize(info.Version), c.Era(), c.ProtocolVersion())
+		sanitize(srv.Implementation.Name), sanitize(srv.Implementation.Version), srv.Era, srv.ProtocolVersion)
 	sh.names.start(sh)
 	sh.startWatch()
 

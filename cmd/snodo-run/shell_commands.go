@@ -273,14 +273,12 @@ func (sh *shell) complete(ctx context.Context, v *app, rest string) error {
 	if err := pairs(ws[2:]); err != nil {
 		return err
 	}
-	p.Argument.Name, p.Argument.Value, _ = strings.Cut(ws[2], "=")
+	p.Argument, p.Value, _ = strings.Cut(ws[2], "=")
 	if len(ws) > 3 {
-		p.Context = &struct {
-			Arguments map[string]string `json:"arguments,omitempty"`
-		}{Arguments: map[string]string{}}
+		p.Context = map[string]string{}
 		for _, kv := range ws[3:] {
 			k, val, _ := strings.Cut(kv, "=")
-			p.Context.Arguments[k] = val
+			p.Context[k] = val
 		}
 	}
 	return v.complete(ctx, sh.rt, p)

@@ -40,7 +40,7 @@ func (n *names) start(sh *shell) {
 	n.mu.Lock()
 	n.cancel = cancel
 	n.done = make(chan struct{})
-	caps := sh.rt.Client().Capabilities()
+	caps := sh.rt.Client().Server().Capabilities
 	n.pending["tools"] = caps.Tools != nil
 	n.pending["prompts"] = caps.Prompts != nil
 	n.pending["resources"] = caps.Resources != nil

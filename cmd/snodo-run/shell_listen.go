@@ -191,7 +191,7 @@ func (sh *shell) startWatch() {
 	if sh.rt.HasSubscriber() {
 		return
 	}
-	caps := sh.rt.Client().Capabilities()
+	caps := sh.rt.Client().Server().Capabilities
 	filter := snodo.SubscriptionFilter{
 		ToolsListChanged:     caps.Tools != nil,
 		PromptsListChanged:   caps.Prompts != nil,

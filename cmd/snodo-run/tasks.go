@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/runtime"
+	"github.com/snodo/snodo/tasks"
 )
 
 // ---- tasks
@@ -98,7 +99,7 @@ const defaultTaskTimeout = 30 * time.Minute
 
 // taskWaitOptions are the options of a call that may wait for a task: its
 // status display and the --task-timeout bound.
-func (a *app) taskWaitOptions(status func(snodo.Task)) []snodo.CallOption {
+func (a *app) taskWaitOptions(status func(tasks.Task)) []snodo.CallOption {
 	var opts []snodo.CallOption
 	if status != nil {
 		opts = append(opts, snodo.WithTaskStatus(status))
@@ -116,7 +117,7 @@ type taskList struct {
 
 // taskOutput is a task as printed: the client's Task, in both eras'
 // common form.
-type taskOutput snodo.Task
+type taskOutput tasks.Task
 
 func (l taskList) renderText(w io.Writer) error {
 	for _, t := range l.Tasks {
@@ -174,7 +175,7 @@ func (a *app) printTasks(ctx context.Context, rt *runtime.Runner) error {
 
 // getTask prints the state of task id.
 func (a *app) getTask(ctx context.Context, rt *runtime.Runner, id string) error {
-	var t *snodo.Task
+	var t *tasks.Task
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 		t, err = rt.Client().GetTask(ctx, id, opts...)
 		return err
@@ -187,7 +188,7 @@ func (a *app) getTask(ctx context.Context, rt *runtime.Runner, id string) error 
 
 // cancelTask cancels task id and prints what the server answered.
 func (a *app) cancelTask(ctx context.Context, rt *runtime.Runner, id string) error {
-	var t *snodo.Task
+	var t *tasks.Task
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 		t, err = rt.Client().CancelTask(ctx, id, opts...)
 		return err
@@ -225,7 +226,7 @@ func (a *app) waitTask(ctx context.Context, rt *runtime.Runner, id string) error
 // a call waits for it: in the progress bar on a terminal (made after
 // progressDisplay, whose bar it shares), a log line with --verbose
 // otherwise, nothing else.
-func (a *app) taskStatusDisplay() func(snodo.Task) {
+func (a *app) taskStatusDisplay() func(tasks.Task) {
 	f, ok := a.stderr.(*os.File)
 	if g, isGated := a.stderr.(interface{ File() *os.File }); isGated {
 		f, ok = g.File(), true
@@ -235,10 +236,10 @@ func (a *app) taskStatusDisplay() func(snodo.Task) {
 			a.progress = &progressView{}
 		}
 		v := a.progress
-		return func(t snodo.Task) { v.showStatus(f, t) }
+		return func(t tasks.Task) { v.showStatus(f, t) }
 	}
 	if a.settings.verbose {
-		return func(t snodo.Task) {
+		return func(t tasks.Task) {
 			args := []any{"id", t.TaskID, "status", string(t.Status)}
 			if t.StatusMessage != "" {
 				args = append(args, "message", t.StatusMessage)
@@ -254,7 +255,7 @@ const maxStatusRunes = 60
 
 // showStatus describes the bar with the task's status and message (a
 // spinner until the server reports progress with a total).
-func (v *progressView) showStatus(f *os.File, t snodo.Task) {
+func (v *progressView) showStatus(f *os.File, t tasks.Task) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.bar == nil {
@@ -275,7 +276,7 @@ func (v *progressView) showStatus(f *os.File, t snodo.Task) {
 // that answers at once gets its result printed, as tools call does.
 func (a *app) startTask(ctx context.Context, rt *runtime.Runner, name string, arguments map[string]any) error {
 	var res *snodo.CallToolResult
-	var t snodo.Task
+	var t tasks.Task
 	err := rt.Call(ctx, nil, func(ctx context.Context, opts ...snodo.CallOption) (err error) {
 		res, err = rt.Client().CallTool(ctx, name, arguments, append(opts, snodo.WithTask(&t))...)
 		return err

@@ -14,7 +14,7 @@ import (
 func TestTextOutputEscapesServerControlCharacters(t *testing.T) {
 	hostile := "line one\n\x1b[2J\x1b[31mred\r[INFO] forged\u202eevil\u009b1m\tok\xff"
 	var out bytes.Buffer
-	if err := renderText(&out, &snodo.CallToolResult{Content: []snodo.Content{{Type: snodo.ContentText, Text: hostile}}}); err != nil {
+	if err := renderText(&out, &snodo.CallToolResult{Content: []snodo.Content{{Type: "text", Text: hostile}}}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

@@ -47,7 +47,9 @@ func TestSameWasmHandlerAnswersLegacyAndModernServers(t *testing.T) {
 				defer cancel()
 				conn.Wait(wctx)
 			}()
-			c, err := snodo.Connect(ctx, conn, snodo.WithHandler(abi.MethodElicitationCreate, module))
+			c, err := snodo.Connect(ctx, conn, &snodo.Options{
+				Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: module},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,8 +57,8 @@ func TestSameWasmHandlerAnswersLegacyAndModernServers(t *testing.T) {
 			if role == "gosdk-legacy" {
 				wantEra = snodo.EraLegacy
 			}
-			if c.Era() != wantEra {
-				t.Fatalf("era %v, want %v", c.Era(), wantEra)
+			if c.Server().Era != wantEra {
+				t.Fatalf("era %v, want %v", c.Server().Era, wantEra)
 			}
 			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultLimit is the default number of server requests whose handlers
-// run at once on a connection: the default of snodo.WithMaxServerRequests
+// run at once on a connection: the default of snodo.Options.MaxServerRequests
 // (and of the runner's MaxServerRequests), of a transport used without the
 // client, and of the instances of a Wasm module.
 const DefaultLimit = 16

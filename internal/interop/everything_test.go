@@ -45,12 +45,12 @@ func TestServerEverything(t *testing.T) {
 	srv := startServer(t, "", everythingArgv(t)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := snodo.Connect(ctx, srv.conn, allHandlers()...)
+	c, err := snodo.Connect(ctx, srv.conn, allHandlers())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" || c.ServerInfo().Name != "mcp-servers/everything" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" || c.Server().Implementation.Name != "mcp-servers/everything" {
+		t.Fatalf("era %v version %s server %+v", c.Server().Era, c.Server().ProtocolVersion, c.Server().Implementation)
 	}
 
 	// The tools that need client capabilities are registered once the
@@ -82,16 +82,16 @@ func TestServerEverything(t *testing.T) {
 		t.Errorf("get-sum: %q", got)
 	}
 	res, err := c.CallTool(ctx, "get-tiny-image", nil)
-	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == snodo.ContentImage && c.Data != "" && c.MIMEType != "" }) {
+	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == "image" && c.Data != "" && c.MIMEType != "" }) {
 		t.Errorf("get-tiny-image: %+v %v", res, err)
 	}
 	res, err = c.CallTool(ctx, "get-resource-links", map[string]int{"count": 2})
-	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == snodo.ContentResourceLink && c.URI != "" }) {
+	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool { return c.Type == "resource_link" && c.URI != "" }) {
 		t.Errorf("get-resource-links: %+v %v", res, err)
 	}
 	res, err = c.CallTool(ctx, "get-resource-reference", map[string]any{"resourceType": "Text", "resourceId": 1})
 	if err != nil || !slices.ContainsFunc(res.Content, func(c snodo.Content) bool {
-		return c.Type == snodo.ContentResource && c.Resource != nil && c.Resource.URI != ""
+		return c.Type == "resource" && c.Resource != nil && c.Resource.URI != ""
 	}) {
 		t.Errorf("get-resource-reference: %+v %v", res, err)
 	}
@@ -157,7 +157,7 @@ func TestServerEverything(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if err := c.SetLogLevel(ctx, snodo.LogError); err != nil {
+	if err := c.SetLogLevel(ctx, "error"); err != nil {
 		t.Error(err)
 	}
 }
@@ -183,7 +183,10 @@ func TestServerEverythingURLElicitation(t *testing.T) {
 		mu.Unlock()
 		return json.RawMessage(`{"action":"accept"}`), nil
 	})
-	c, err := snodo.Connect(ctx, srv.conn, snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL))
+	c, err := snodo.Connect(ctx, srv.conn, &snodo.Options{
+		Handlers:         map[string]snodo.Handler{abi.MethodElicitationCreate: h},
+		ElicitationModes: []string{"form", "url"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

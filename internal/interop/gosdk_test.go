@@ -21,19 +21,19 @@ func TestGoSDKModern(t *testing.T) {
 	srv := startServer(t, "gosdk-modern")
 	var logs []snodo.LogMessage
 	var mu sync.Mutex
-	c, err := snodo.Connect(context.Background(), srv.conn, append(allHandlers(), snodo.WithLogHook(func(m snodo.LogMessage) {
+	c, err := snodo.Connect(context.Background(), srv.conn, withLogHook(func(m snodo.LogMessage) {
 		mu.Lock()
 		logs = append(logs, m)
 		mu.Unlock()
-	}))...)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" || c.ServerInfo().Name != "interop-gosdk" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if c.Server().Era != snodo.EraModern || c.Server().ProtocolVersion != "2026-07-28" || c.Server().Implementation.Name != "interop-gosdk" {
+		t.Fatalf("era %v version %s server %+v", c.Server().Era, c.Server().ProtocolVersion, c.Server().Implementation)
 	}
-	if c.Instructions() != "Interop server for Snodo." {
-		t.Errorf("instructions %q", c.Instructions())
+	if c.Server().Instructions != "Interop server for Snodo." {
+		t.Errorf("instructions %q", c.Server().Instructions)
 	}
 	exerciseCommon(t, c)
 
@@ -43,9 +43,9 @@ func TestGoSDKModern(t *testing.T) {
 		t.Errorf("multi: %q", got)
 	}
 	// Per-request log level.
-	mustCall(t, c, "log", nil, snodo.WithLogLevel(snodo.LogDebug))
+	mustCall(t, c, "log", nil, snodo.WithLogLevel("debug"))
 	mu.Lock()
-	if len(logs) != 1 || logs[0].Level != snodo.LogWarning || logs[0].Logger != "interop" {
+	if len(logs) != 1 || logs[0].Level != "warning" || logs[0].Logger != "interop" {
 		t.Errorf("logs %+v", logs)
 	}
 	mu.Unlock()
@@ -73,23 +73,23 @@ func TestGoSDKLegacy(t *testing.T) {
 	srv := startServer(t, "gosdk-legacy")
 	var logs []snodo.LogMessage
 	var mu sync.Mutex
-	c, err := snodo.Connect(context.Background(), srv.conn, append(allHandlers(), snodo.WithLogHook(func(m snodo.LogMessage) {
+	c, err := snodo.Connect(context.Background(), srv.conn, withLogHook(func(m snodo.LogMessage) {
 		mu.Lock()
 		logs = append(logs, m)
 		mu.Unlock()
-	}))...)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" {
-		t.Fatalf("era %v version %s", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" {
+		t.Fatalf("era %v version %s", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	exerciseCommon(t, c)
 	ctx := context.Background()
 	if err := c.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if err := c.SetLogLevel(ctx, snodo.LogDebug); err != nil {
+	if err := c.SetLogLevel(ctx, "debug"); err != nil {
 		t.Fatal(err)
 	}
 	mustCall(t, c, "log", nil)
@@ -164,7 +164,7 @@ func exerciseCommon(t *testing.T, c *snodo.Client) {
 	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text == nil || *rr.Contents[0].Text != "1" {
 		t.Errorf("read: %+v %v", rr, err)
 	}
-	if c.Era() == snodo.EraModern && rr.Scope == "" {
+	if c.Server().Era == snodo.EraModern && rr.Scope == "" {
 		t.Errorf("modern resources/read without cache hints: %+v", rr.Cache)
 	}
 }
@@ -174,7 +174,9 @@ func exerciseCommon(t *testing.T, c *snodo.Client) {
 func TestSameNativeHandlerAnswersLegacyAndModernServers(t *testing.T) {
 	for _, role := range []string{"gosdk-legacy", "gosdk-modern"} {
 		srv := startServer(t, role)
-		c, err := snodo.Connect(context.Background(), srv.conn, snodo.WithHandler(abi.MethodElicitationCreate, elicitHandler))
+		c, err := snodo.Connect(context.Background(), srv.conn, &snodo.Options{
+			Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: elicitHandler},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +191,7 @@ func TestSameNativeHandlerAnswersLegacyAndModernServers(t *testing.T) {
 		wire := strings.Join(clientLines(t, srv.log), "\n")
 		modern := strings.Contains(wire, `"inputResponses":{"name":{"action":"accept"`)
 		if modern != (role == "gosdk-modern") {
-			t.Errorf("%s: era %v, inputResponses on the wire %v", role, c.Era(), modern)
+			t.Errorf("%s: era %v, inputResponses on the wire %v", role, c.Server().Era, modern)
 		}
 	}
 }
@@ -197,7 +199,7 @@ func TestSameNativeHandlerAnswersLegacyAndModernServers(t *testing.T) {
 // Every request cancelled by timeout or ctx was announced to the server.
 func TestCancellationReachesTheServer(t *testing.T) {
 	srv := startServer(t, "gosdk-modern")
-	c, err := snodo.Connect(context.Background(), srv.conn)
+	c, err := snodo.Connect(context.Background(), srv.conn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,12 +230,12 @@ func TestCancellationReachesTheServer(t *testing.T) {
 // with no option.
 func TestGoSDKLegacyVersionsOnlyAnswersDiscoverWith32022(t *testing.T) {
 	srv := startServer(t, "gosdk-legacy-only-versions")
-	c, err := snodo.Connect(context.Background(), srv.conn, allHandlers()...)
+	c, err := snodo.Connect(context.Background(), srv.conn, allHandlers())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" {
-		t.Errorf("era %v version %s, want legacy 2025-11-25", c.Era(), c.ProtocolVersion())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" {
+		t.Errorf("era %v version %s, want legacy 2025-11-25", c.Server().Era, c.Server().ProtocolVersion)
 	}
 	discovers := 0
 	for _, line := range clientLines(t, srv.log) {

@@ -59,12 +59,16 @@ var rootsHandler = snodo.HandlerFunc(func(context.Context, string, json.RawMessa
 	return json.RawMessage(`{"roots":[{"uri":"file:///work","name":"work"}]}`), nil
 })
 
-func allHandlers() []snodo.Option {
-	return []snodo.Option{
-		snodo.WithHandler(abi.MethodElicitationCreate, elicitHandler),
-		snodo.WithHandler(abi.MethodSamplingCreate, samplingHandler),
-		snodo.WithHandler(abi.MethodRootsList, rootsHandler),
-		snodo.WithClientInfo(snodo.Implementation{Name: "snodo-interop", Version: "1.0.0"}),
+// allHandlers are the options of a client with every handler, new at
+// each call, for the test to add to.
+func allHandlers() *snodo.Options {
+	return &snodo.Options{
+		Handlers: map[string]snodo.Handler{
+			abi.MethodElicitationCreate: elicitHandler,
+			abi.MethodSamplingCreate:    samplingHandler,
+			abi.MethodRootsList:         rootsHandler,
+		},
+		ClientInfo: snodo.Implementation{Name: "snodo-interop", Version: "1.0.0"},
 	}
 }
 
@@ -163,4 +167,11 @@ func listenSeesToolAndResourceChanges(t *testing.T, ctx context.Context, c *snod
 	if err := sub.Close(); err != nil {
 		t.Error(err)
 	}
+}
+
+// withLogHook is allHandlers with f receiving the server's log messages.
+func withLogHook(f func(snodo.LogMessage)) *snodo.Options {
+	opts := allHandlers()
+	opts.OnLog = f
+	return opts
 }

@@ -70,8 +70,8 @@ func startEverythingHTTP(t *testing.T) string {
 func TestHTTPServerEverything(t *testing.T) {
 	url := startEverythingHTTP(t)
 	c, tr := connectHTTP(t, url)
-	if c.Era() != snodo.EraLegacy || c.ServerInfo().Name != "mcp-servers/everything" {
-		t.Fatalf("era %v server %+v", c.Era(), c.ServerInfo())
+	if c.Server().Era != snodo.EraLegacy || c.Server().Implementation.Name != "mcp-servers/everything" {
+		t.Fatalf("era %v server %+v", c.Server().Era, c.Server().Implementation)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

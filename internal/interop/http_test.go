@@ -91,7 +91,7 @@ func (s *sdkHTTPServer) exchanges() []httpExchange {
 	return append([]httpExchange(nil), s.log...)
 }
 
-func connectHTTP(t *testing.T, url string, opts ...snodo.Option) (*snodo.Client, *mcphttp.Transport) {
+func connectHTTP(t *testing.T, url string) (*snodo.Client, *mcphttp.Transport) {
 	t.Helper()
 	tr, err := mcphttp.New(mcphttp.Config{URL: url})
 	if err != nil {
@@ -99,7 +99,7 @@ func connectHTTP(t *testing.T, url string, opts ...snodo.Option) (*snodo.Client,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := snodo.Connect(ctx, tr, append(allHandlers(), opts...)...)
+	c, err := snodo.Connect(ctx, tr, allHandlers())
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)
@@ -119,8 +119,8 @@ var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 func TestHTTPGoSDKLegacy(t *testing.T) {
 	srv := startHTTPServer(t, legacyVersions, false)
 	c, _ := connectHTTP(t, srv.URL)
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" || c.ServerInfo().Name != "interop-gosdk" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if c.Server().Era != snodo.EraLegacy || c.Server().ProtocolVersion != "2025-11-25" || c.Server().Implementation.Name != "interop-gosdk" {
+		t.Fatalf("era %v version %s server %+v", c.Server().Era, c.Server().ProtocolVersion, c.Server().Implementation)
 	}
 	exerciseCommon(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -174,8 +174,8 @@ func TestHTTPGoSDKLegacy(t *testing.T) {
 func TestHTTPGoSDKModern(t *testing.T) {
 	srv := startHTTPServer(t, []string{"2026-07-28", "2025-11-25"}, true, addRegionTool)
 	c, _ := connectHTTP(t, srv.URL)
-	if c.Era() != snodo.EraModern || c.ProtocolVersion() != "2026-07-28" || c.ServerInfo().Name != "interop-gosdk" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if c.Server().Era != snodo.EraModern || c.Server().ProtocolVersion != "2026-07-28" || c.Server().Implementation.Name != "interop-gosdk" {
+		t.Fatalf("era %v version %s server %+v", c.Server().Era, c.Server().ProtocolVersion, c.Server().Implementation)
 	}
 	exerciseCommon(t, c)
 	// The requests given up by timeout and by ctx (1000 steps of 50 ms)
@@ -200,8 +200,10 @@ func TestHTTPGoSDKModern(t *testing.T) {
 	// x-mcp-header: the SDK checks the Mcp-Param headers against the
 	// arguments (-32020 when one is missing or differs); the client learns
 	// the annotations from tools/list.
-	if _, err := c.ListTools(ctx, ""); err != nil {
-		t.Fatal(err)
+	for _, err := range c.Tools(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := mustCall(t, c, "region", map[string]any{"region": "eu-west1", "zone": map[string]any{"id": 7}}); got != "region eu-west1" {
 		t.Errorf("region: %q", got)
@@ -277,7 +279,7 @@ func TestHTTPConnectionRefusedDoesNotFallBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	_, err = snodo.Connect(context.Background(), tr)
+	_, err = snodo.Connect(context.Background(), tr, nil)
 	var e *snodo.Error
 	if !errors.As(err, &e) || e.Code != jsonrpc.CodeConnectionClosed || strings.Contains(err.Error(), "initialize") {
 		t.Fatalf("Connect: %v", err)

@@ -17,18 +17,18 @@ func TestGoSDKLegacyPerCallLogLevel(t *testing.T) {
 	srv := startServer(t, "gosdk-legacy")
 	var logs []snodo.LogMessage
 	var mu sync.Mutex
-	c, err := snodo.Connect(context.Background(), srv.conn, append(allHandlers(), snodo.WithLogHook(func(m snodo.LogMessage) {
+	c, err := snodo.Connect(context.Background(), srv.conn, withLogHook(func(m snodo.LogMessage) {
 		mu.Lock()
 		logs = append(logs, m)
 		mu.Unlock()
-	}))...)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCall(t, c, "log", nil, snodo.WithLogLevel(snodo.LogWarning))
+	mustCall(t, c, "log", nil, snodo.WithLogLevel("warning"))
 	mu.Lock()
 	defer mu.Unlock()
-	if len(logs) != 1 || logs[0].Level != snodo.LogWarning || logs[0].Logger != "interop" {
+	if len(logs) != 1 || logs[0].Level != "warning" || logs[0].Logger != "interop" {
 		t.Errorf("logs %+v", logs)
 	}
 }
@@ -53,7 +53,7 @@ func toolCount(t *testing.T, c *snodo.Client, opts ...snodo.CallOption) int {
 func TestGoSDKResultCache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := snodo.Connect(ctx, startServer(t, "gosdk-modern-cached").conn, allHandlers()...)
+	c, err := snodo.Connect(ctx, startServer(t, "gosdk-modern-cached").conn, allHandlers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestGoSDKResultCache(t *testing.T) {
 		t.Errorf("after tools/list_changed: %d tools, want %d", got, n+2)
 	}
 
-	legacy, err := snodo.Connect(ctx, startServer(t, "gosdk-legacy-cached").conn, allHandlers()...)
+	legacy, err := snodo.Connect(ctx, startServer(t, "gosdk-legacy-cached").conn, allHandlers())
 	if err != nil {
 		t.Fatal(err)
 	}

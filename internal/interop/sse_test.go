@@ -55,13 +55,15 @@ func TestSSEGoSDK(t *testing.T) {
 	if !strings.HasPrefix(tr.Endpoint(), srv.URL+"/?sessionid=") {
 		t.Errorf("endpoint %s", tr.Endpoint())
 	}
-	c, err := snodo.Connect(ctx, tr, append(allHandlers(), snodo.WithEra(snodo.EraLegacy))...)
+	opts := allHandlers()
+	opts.Era = snodo.EraLegacy
+	c, err := snodo.Connect(ctx, tr, opts)
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)
 	}
-	if c.Era() != snodo.EraLegacy || c.ProtocolVersion() != "2025-11-25" || c.ServerInfo().Name != "interop-gosdk" {
-		t.Fatalf("era %v version %s server %+v", c.Era(), c.ProtocolVersion(), c.ServerInfo())
+	if srv := c.Server(); srv.Era != snodo.EraLegacy || srv.ProtocolVersion != "2025-11-25" || srv.Implementation.Name != "interop-gosdk" {
+		t.Fatalf("server %+v", c.Server())
 	}
 	exerciseCommon(t, c)
 	if err := c.Ping(ctx); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/tasks"
 )
 
 // The client against server-everything's task tool simulate-research-query
@@ -17,19 +18,19 @@ import (
 // calls it as a task and waits, polling at the server's interval, showing
 // its status messages; with ambiguous set, the task becomes input_required
 // and the server's elicitation arrives while the client waits on
-// tasks/result. WithTask gives the handle, which GetTask, ListTasks and
+// tasks/result. WithTask gives the handle, which GetTask, Tasks and
 // CancelTask follow; a client that has not listed the tools learns from the
 // server's error; a caller that gives up cancels the task on the server.
 func TestServerEverythingTasks(t *testing.T) {
 	srv := startServer(t, "", everythingArgv(t)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := snodo.Connect(ctx, srv.conn, allHandlers()...)
+	c, err := snodo.Connect(ctx, srv.conn, allHandlers())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(c.Capabilities().Raw), `"tasks"`) {
-		t.Fatalf("server-everything does not offer tasks: %s", c.Capabilities().Raw)
+	if !strings.Contains(string(c.Server().Capabilities.Raw), `"tasks"`) {
+		t.Fatalf("server-everything does not offer tasks: %s", c.Server().Capabilities.Raw)
 	}
 
 	// The learn-from-the-error path first, before any tools/list: the
@@ -41,7 +42,7 @@ func TestServerEverythingTasks(t *testing.T) {
 	for range 100 {
 		gaveUp, stop := context.WithCancel(ctx)
 		var res *snodo.CallToolResult
-		res, err = c.CallTool(gaveUp, "simulate-research-query", map[string]any{"topic": "quit"}, snodo.WithTaskStatus(func(tk snodo.Task) {
+		res, err = c.CallTool(gaveUp, "simulate-research-query", map[string]any{"topic": "quit"}, snodo.WithTaskStatus(func(tk tasks.Task) {
 			id = tk.TaskID
 			stop()
 		}))
@@ -55,7 +56,7 @@ func TestServerEverythingTasks(t *testing.T) {
 		t.Fatalf("given-up call: %v (task %q)", err, id)
 	}
 	got, err := c.GetTask(ctx, id)
-	if err != nil || got.Status != snodo.TaskCancelled {
+	if err != nil || got.Status != tasks.Cancelled {
 		t.Fatalf("the abandoned task: %+v %v", got, err)
 	}
 
@@ -84,7 +85,7 @@ func TestServerEverythingTasks(t *testing.T) {
 
 	var mu sync.Mutex
 	var messages []string
-	status := snodo.WithTaskStatus(func(tk snodo.Task) {
+	status := snodo.WithTaskStatus(func(tk tasks.Task) {
 		mu.Lock()
 		messages = append(messages, string(tk.Status)+": "+tk.StatusMessage)
 		mu.Unlock()
@@ -112,9 +113,9 @@ func TestServerEverythingTasks(t *testing.T) {
 	}
 	mu.Unlock()
 
-	var h snodo.Task
+	var h tasks.Task
 	res, err := c.CallTool(ctx, "simulate-research-query", map[string]any{"topic": "later"}, snodo.WithTask(&h))
-	if err != nil || res != nil || h.TaskID == "" || h.Status != snodo.TaskWorking || h.PollInterval() != time.Second {
+	if err != nil || res != nil || h.TaskID == "" || h.Status != tasks.Working || h.PollInterval() != time.Second {
 		t.Fatalf("WithTask: %+v %v, handle %+v", res, err, h)
 	}
 	listed := false
@@ -128,7 +129,7 @@ func TestServerEverythingTasks(t *testing.T) {
 		t.Errorf("tasks/list does not list %s", h.TaskID)
 	}
 	ct, err := c.CancelTask(ctx, h.TaskID)
-	if err != nil || ct.Status != snodo.TaskCancelled {
+	if err != nil || ct.Status != tasks.Cancelled {
 		t.Errorf("CancelTask: %+v %v", ct, err)
 	}
 }

@@ -204,34 +204,37 @@ func TestTSv2OverHTTP(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		era  snodo.Era
-		opts []snodo.Option
 	}{
-		{"legacy", snodo.EraLegacy, []snodo.Option{snodo.WithEra(snodo.EraLegacy)}},
-		{"modern", snodo.EraModern, nil}, // probed: the server answers server/discover
+		{"legacy", snodo.EraLegacy},
+		{"modern", snodo.EraModern}, // probed: the server answers server/discover
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			endpoint := startTSv2(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			changed := make(chan string, 8)
-			opts := append(allHandlers(), snodo.WithNotificationHook(func(method string, _ json.RawMessage) {
+			opts := allHandlers()
+			opts.OnNotification = func(method string, _ json.RawMessage) {
 				select {
 				case changed <- method:
 				default:
 				}
-			}))
+			}
+			if tc.era == snodo.EraLegacy {
+				opts.Era = snodo.EraLegacy
+			}
 			tr, err := shttp.New(shttp.Config{URL: endpoint})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := snodo.Connect(ctx, tr, append(opts, tc.opts...)...)
+			c, err := snodo.Connect(ctx, tr, opts)
 			if err != nil {
 				tr.Close()
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if c.Era() != tc.era {
-				t.Fatalf("era %v (version %s), want %v", c.Era(), c.ProtocolVersion(), tc.era)
+			if c.Server().Era != tc.era {
+				t.Fatalf("era %v (version %s), want %v", c.Server().Era, c.Server().ProtocolVersion, tc.era)
 			}
 			if got := toolNames(t, ctx, c); got != "ask,count,grow" {
 				t.Errorf("tools: %s", got)
@@ -287,12 +290,11 @@ func TestTSv2OverHTTP(t *testing.T) {
 
 func toolNames(t *testing.T, ctx context.Context, c *snodo.Client) string {
 	t.Helper()
-	res, err := c.ListTools(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for _, tool := range res.Tools {
+	for tool, err := range c.Tools(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)

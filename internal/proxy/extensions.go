@@ -14,7 +14,7 @@ import (
 
 // Extensions (capabilities.extensions): the proxy passes through those it
 // does not know, both ways. The host's client extensions reach the server
-// through the client (snodo.WithExtension, given the extensions the host
+// through the client (snodo.Options.Extensions, given the extensions the host
 // declares in its first message, which HostExtensions waits for before
 // the client connects): in the initialize the client sends a legacy server,
 // and in the client capabilities of every request to a 2026-07-28 server.
@@ -51,7 +51,7 @@ type firstLine struct {
 // declaration (a name empty, longer than 256 bytes or holding spaces or
 // control characters, settings that are not a JSON object or are larger
 // than 64 KiB, more than 64), each left out with a warning. Give each to
-// the client with snodo.WithExtension before it connects. The message is
+// the client with snodo.Options.Extensions before it connects. The message is
 // then served by Serve as the host's first. nil when the host declares
 // none, or its input ended first; ctx's error when ctx ends first.
 func (p *Proxy) HostExtensions(ctx context.Context) (map[string]json.RawMessage, error) {

@@ -95,7 +95,7 @@ func TestHostExtensionsFirstMessageIsServed(t *testing.T) {
 		if _, err := p.HostExtensions(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		c, err := snodo.Connect(context.Background(), extServer{}, snodo.WithEra(snodo.EraModern))
+		c, err := snodo.Connect(context.Background(), extServer{}, &snodo.Options{Era: snodo.EraModern})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -203,7 +203,7 @@ const maxURLElicitations = 256
 // notifications/elicitation/complete.
 func (p *Proxy) rememberURLElicitation(params json.RawMessage) {
 	r, err := snodo.ParseElicitRequest(params)
-	if err != nil || r.Mode != snodo.ElicitURL || r.ElicitationID == "" {
+	if err != nil || r.Mode != "url" || r.ElicitationID == "" {
 		return
 	}
 	p.mu.Lock()
@@ -220,7 +220,7 @@ func (p *Proxy) rememberURLElicitation(params json.RawMessage) {
 // OnElicitationComplete carries the server's
 // notifications/elicitation/complete to the host when the elicitation it
 // completes was forwarded to the host; give it to the client
-// (snodo.WithElicitationCompleteHook). Others are ignored, as MCP
+// (snodo.Options.OnElicitationComplete). Others are ignored, as MCP
 // requires of an unknown elicitationId.
 func (p *Proxy) OnElicitationComplete(elicitationID string) {
 	p.mu.Lock()

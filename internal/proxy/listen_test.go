@@ -39,7 +39,7 @@ func TestListenCarriesEventsAndTerminalResult(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := snodo.Connect(ctx, tr, snodo.WithEra(snodo.EraLegacy))
+	c, err := snodo.Connect(ctx, tr, &snodo.Options{Era: snodo.EraLegacy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -498,8 +498,8 @@ func (p *Proxy) initialize(hr *hostRequest) (json.RawMessage, error) {
 	return json.Marshal(map[string]any{
 		"protocolVersion": version,
 		"capabilities":    p.serverCapabilities(),
-		"serverInfo":      p.client.ServerInfo(),
-		"instructions":    p.client.Instructions(),
+		"serverInfo":      p.client.Server().Implementation,
+		"instructions":    p.client.Server().Instructions,
 	})
 }
 
@@ -508,8 +508,8 @@ func (p *Proxy) discover() (json.RawMessage, error) {
 	return json.Marshal(map[string]any{
 		"supportedVersions": modernVersions,
 		"capabilities":      p.serverCapabilities(),
-		"instructions":      p.client.Instructions(),
-		"_meta":             map[string]any{metaServerInfo: p.client.ServerInfo()},
+		"instructions":      p.client.Server().Instructions,
+		"_meta":             map[string]any{metaServerInfo: p.client.Server().Implementation},
 	})
 }
 
@@ -518,7 +518,7 @@ func (p *Proxy) discover() (json.RawMessage, error) {
 // proxy passes through (extensions.go), without the capabilities the
 // proxy does not carry.
 func (p *Proxy) serverCapabilities() map[string]any {
-	c := p.client.Capabilities()
+	c := p.client.Server().Capabilities
 	out := map[string]any{}
 	if c.Tools != nil {
 		out["tools"] = c.Tools
@@ -645,12 +645,12 @@ func (p *Proxy) progress(token json.RawMessage, pr snodo.Progress) {
 }
 
 // OnLog forwards the server's log messages to the host; give it to the
-// client (runtime.Config.OnLog, snodo.WithLogHook).
+// client (runtime.Config.OnLog, snodo.Options.OnLog).
 func (p *Proxy) OnLog(m snodo.LogMessage) { p.notify("notifications/message", m) }
 
 // OnNotification forwards the server's list changes and resource updates
 // to a host that opened with initialize; give it to the client
-// (runtime.Config.OnNotification, snodo.WithNotificationHook). A
+// (runtime.Config.OnNotification, snodo.Options.OnNotification). A
 // 2026-07-28 host receives them only on the subscriptions it opened with
 // subscriptions/listen.
 func (p *Proxy) OnNotification(method string, params json.RawMessage) {

@@ -54,7 +54,7 @@ func serveLines(t *testing.T, cfg Config, input string) []map[string]json.RawMes
 // serveLinesFrom is serveLines over the server srv.
 func serveLinesFrom(t *testing.T, srv fakeServer, cfg Config, input string) []map[string]json.RawMessage {
 	t.Helper()
-	c, err := snodo.Connect(context.Background(), srv, snodo.WithEra(snodo.EraModern))
+	c, err := snodo.Connect(context.Background(), srv, &snodo.Options{Era: snodo.EraModern})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,10 @@ func TestLegacyHTTPServerRequestRidesOnItsOwnCall(t *testing.T) {
 	p := New(Config{}, hostIn, proxyOut)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := snodo.Connect(ctx, tr, snodo.WithEra(snodo.EraLegacy), snodo.WithHandler(abi.MethodElicitationCreate, p))
+	c, err := snodo.Connect(ctx, tr, &snodo.Options{
+		Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: p},
+		Era:      snodo.EraLegacy,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

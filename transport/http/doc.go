@@ -9,7 +9,7 @@
 //
 //	t, err := mcphttp.New(mcphttp.Config{URL: "https://example.com/mcp"})
 //	…
-//	c, err := snodo.Connect(ctx, t)
+//	c, err := snodo.Connect(ctx, t, nil)
 //	defer c.Close() // DELETEs an initialize-era session, then closes t
 //
 // In the initialize era (2025-03-26 … 2025-11-25) the transport also opens

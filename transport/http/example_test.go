@@ -28,7 +28,9 @@ func ExampleNew() {
 		if err != nil {
 			return err
 		}
-		client, err := snodo.Connect(ctx, t, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(answerForm)))
+		client, err := snodo.Connect(ctx, t, &snodo.Options{
+			Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: snodo.HandlerFunc(answerForm)},
+		})
 		if err != nil {
 			t.Close()
 			return err

@@ -63,7 +63,7 @@ type Config struct {
 	// streams), at most 16 at once: a request over that limit, or a
 	// function that panics, is answered with -32603. nil answers -32601.
 	// The client replaces it with its own admission (SetInbound), under
-	// its one limit (snodo.WithMaxServerRequests).
+	// its one limit (snodo.Options.MaxServerRequests).
 	OnServerRequest transport.ServerRequestFunc
 	// OnNotification receives the server's notifications that are not
 	// routed to a request (progress) or a subscription, when the transport

@@ -81,7 +81,7 @@ type Config struct {
 	// panics, is answered with -32603. nil answers -32601 to every
 	// server-to-client request. The Snodo client replaces it with its own
 	// admission (SetInbound), under its one limit
-	// (snodo.WithMaxServerRequests) shared by both protocol eras.
+	// (snodo.Options.MaxServerRequests) shared by both protocol eras.
 	OnServerRequest transport.ServerRequestFunc
 	// OnNotification receives the server's notifications that are not
 	// routed to a request (progress) or a subscription (events). It runs in

@@ -85,17 +85,18 @@ func dial(ctx context.Context, cfg driver.Config, era snodo.Era, elicit snodo.Ha
 	if err != nil {
 		return nil, err
 	}
-	c, err := snodo.Connect(ctx, t,
-		snodo.WithEra(era),
-		snodo.WithClientInfo(snodo.Implementation{Name: "bench-snodo", Version: "1.0.0"}),
-		snodo.WithHandler(abi.MethodElicitationCreate, elicit))
+	c, err := snodo.Connect(ctx, t, &snodo.Options{
+		Handlers:   map[string]snodo.Handler{abi.MethodElicitationCreate: elicit},
+		Era:        era,
+		ClientInfo: snodo.Implementation{Name: "bench-snodo", Version: "1.0.0"},
+	})
 	if err != nil {
 		t.Close()
 		return nil, err
 	}
-	if c.Era() != era {
+	if c.Server().Era != era {
 		c.Close()
-		return nil, fmt.Errorf("connected in the %s era, want %s", c.Era(), era)
+		return nil, fmt.Errorf("connected in the %s era, want %s", c.Server().Era, era)
 	}
 	return &conn{client: c}, nil
 }
@@ -105,7 +106,7 @@ func (c *conn) call(ctx context.Context, name string, args any, opts ...snodo.Ca
 	if err != nil {
 		return "", err
 	}
-	if res.IsError || len(res.Content) != 1 || res.Content[0].Type != snodo.ContentText {
+	if res.IsError || len(res.Content) != 1 || res.Content[0].Type != "text" {
 		return "", fmt.Errorf("%s: unexpected result %+v", name, res)
 	}
 	return res.Content[0].Text, nil

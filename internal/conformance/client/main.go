@@ -131,17 +131,17 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 
 func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, scCtx json.RawMessage, sc scenario, elicitPath, elicitConfig, cacheDir string) (err error) {
 	s := &session{context: scCtx, log: log}
-	opts := []snodo.Option{
-		snodo.WithClientInfo(snodo.Implementation{Name: "snodo-conformance", Version: snodo.Version}),
-		snodo.WithHandler(abi.MethodRootsList, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"roots":[]}`), nil
-		})),
-		snodo.WithHandler(abi.MethodSamplingCreate, snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"ok"},"model":"snodo-conformance"}`), nil
-		})),
-	}
-	if version != "" {
-		opts = append(opts, snodo.WithProtocolVersion(version))
+	opts := &snodo.Options{
+		ClientInfo:      snodo.Implementation{Name: "snodo-conformance", Version: snodo.Version},
+		ProtocolVersion: version,
+		Handlers: map[string]snodo.Handler{
+			abi.MethodRootsList: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`{"roots":[]}`), nil
+			}),
+			abi.MethodSamplingCreate: snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"ok"},"model":"snodo-conformance"}`), nil
+			}),
+		},
 	}
 	if elicitPath != "" {
 		if elicitConfig == "" {
@@ -156,7 +156,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 		if err != nil {
 			return fmt.Errorf("loading %s: %w", elicitPath, err)
 		}
-		opts = append(opts, snodo.WithHandler(abi.MethodElicitationCreate, snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		opts.Handlers[abi.MethodElicitationCreate] = snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			if f := s.takeDuringElicitation(); f != nil {
 				if err := f(ctx); err != nil {
 					return nil, err
@@ -165,7 +165,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 			res, err := m.HandleRequest(ctx, method, params)
 			log.Info("elicitation answered", "params", string(params), "result", string(res), "error", err)
 			return res, err
-		})))
+		})
 	}
 	hc, err := httpClient(scCtx)
 	if err != nil {
@@ -175,7 +175,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 	if err != nil {
 		return err
 	}
-	c, err := snodo.Connect(ctx, t, opts...)
+	c, err := snodo.Connect(ctx, t, opts)
 	if err != nil {
 		_ = t.Close()
 		return fmt.Errorf("connect: %w", err)
@@ -185,7 +185,7 @@ func connectAndRun(ctx context.Context, log *slog.Logger, url, version string, s
 			err = fmt.Errorf("close: %w", cerr)
 		}
 	}()
-	log.Info("connected", "era", c.Era(), "version", c.ProtocolVersion())
+	log.Info("connected", "era", c.Server().Era, "version", c.Server().ProtocolVersion)
 	s.c = c
 	return sc(ctx, s)
 }
@@ -260,18 +260,13 @@ func (s *session) takeDuringElicitation() func(context.Context) error {
 // tools lists every tool, every page.
 func (s *session) tools(ctx context.Context) ([]*snodo.Tool, error) {
 	var all []*snodo.Tool
-	cursor := ""
-	for {
-		res, err := s.c.ListTools(ctx, cursor)
+	for t, err := range s.c.Tools(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		all = append(all, res.Tools...)
-		if res.NextCursor == "" || res.NextCursor == cursor {
-			return all, nil
-		}
-		cursor = res.NextCursor
+		all = append(all, t)
 	}
+	return all, nil
 }
 
 func (s *session) call(ctx context.Context, name string, args any) error {
@@ -362,20 +357,18 @@ func everyRequest(ctx context.Context, s *session) error {
 			return err
 		}
 	}
-	rs, err := s.c.ListResources(ctx, "")
-	if err != nil {
-		return fmt.Errorf("resources/list: %w", err)
-	}
-	for _, r := range rs.Resources {
+	for r, err := range s.c.Resources(ctx) {
+		if err != nil {
+			return fmt.Errorf("resources/list: %w", err)
+		}
 		if _, err := s.c.ReadResource(ctx, r.URI); err != nil {
 			return fmt.Errorf("resources/read %s: %w", r.URI, err)
 		}
 	}
-	ps, err := s.c.ListPrompts(ctx, "")
-	if err != nil {
-		return fmt.Errorf("prompts/list: %w", err)
-	}
-	for _, p := range ps.Prompts {
+	for p, err := range s.c.Prompts(ctx) {
+		if err != nil {
+			return fmt.Errorf("prompts/list: %w", err)
+		}
 		if _, err := s.c.GetPrompt(ctx, p.Name, nil); err != nil {
 			return fmt.Errorf("prompts/get %s: %w", p.Name, err)
 		}

@@ -31,7 +31,7 @@ func TestClientOverHTTPTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	client, err := snodo.Connect(ctx, tr)
+	client, err := snodo.Connect(ctx, tr, nil)
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)
