@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -407,5 +409,35 @@ func TestConnectCopiesOptions(t *testing.T) {
 	resp = f.serverRequest(context.Background(), 2, abi.MethodRootsList, `{}`)
 	if resp.Error == nil || resp.Error.Code != jsonrpc.CodeMethodNotFound {
 		t.Errorf("roots/list, added to the options after Connect: %+v, want -32601", resp)
+	}
+}
+
+// A server that hands out a new cursor with every page cannot keep an
+// iterator going for ever: the listing ends with an error after a bounded
+// number of pages, with the items it gave.
+func TestIteratorsStopAtABoundedNumberOfPages(t *testing.T) {
+	var pages atomic.Int64
+	c, _ := connectLegacy(t, func(fc *fakeCall) *jsonrpc.Response {
+		if fc.Req.Method != "tools/list" {
+			return noMore(fc)
+		}
+		n := pages.Add(1)
+		return result(fc, fmt.Sprintf(`{"tools":[{"name":"t%d","inputSchema":{"type":"object"}}],"nextCursor":"c%d"}`, n, n))
+	})
+	defer c.Close()
+	var got int
+	var last error
+	for _, err := range c.Tools(context.Background()) {
+		if err != nil {
+			last = err
+			break
+		}
+		got++
+	}
+	if last == nil || !strings.Contains(last.Error(), "pages") {
+		t.Fatalf("listing ended with %v after %d tools, want an error about pages", last, got)
+	}
+	if got != int(pages.Load()) || got > 1000 {
+		t.Fatalf("%d tools from %d pages", got, pages.Load())
 	}
 }

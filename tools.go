@@ -3,14 +3,16 @@ package snodo
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
-	"github.com/snodo/snodo/internal/jsoncodec"
-	"github.com/snodo/snodo/jsonrpc"
-	"github.com/snodo/snodo/tasks"
 	"iter"
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/snodo/snodo/internal/jsoncodec"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/tasks"
 )
 
 // Tool is a tool the server offers. Unknown members are kept in Extra.
@@ -102,8 +104,10 @@ func (c *Client) Tools(ctx context.Context, opts ...CallOption) iter.Seq2[*Tool,
 func paginate[T any](page func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		cursor := ""
-		seen := map[string]bool{}
-		for {
+		// The cursors seen, by digest: a server's cursor may be as long
+		// as a message, and the client keeps at most maxPages of them.
+		seen := map[[sha256.Size]byte]bool{}
+		for pages := 1; ; pages++ {
 			items, next, err := page(cursor)
 			if err != nil {
 				var zero T
@@ -118,15 +122,33 @@ func paginate[T any](page func(cursor string) ([]T, string, error)) iter.Seq2[T,
 			if next == "" {
 				return
 			}
-			if seen[next] {
-				var zero T
-				yield(zero, protocolError(-32603, nil, "the server returned cursor %q twice", next))
+			var zero T
+			if pages == maxPages {
+				yield(zero, protocolError(jsonrpc.CodeInternalError, nil,
+					"the server's list goes on past %d pages; the client stops there (a server that hands out a new cursor with every page never ends)", maxPages))
 				return
 			}
-			seen[next] = true
+			sum := sha256.Sum256([]byte(next))
+			if seen[sum] {
+				yield(zero, protocolError(jsonrpc.CodeInternalError, nil, "the server returned cursor %q twice", clipText(next)))
+				return
+			}
+			seen[sum] = true
 			cursor = next
 		}
 	}
+}
+
+// maxPages bounds the pages of one listing the iterators follow.
+const maxPages = 1000
+
+// clipText returns s cut to 64 bytes, for quoting a server's text in an
+// error.
+func clipText(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return s[:64] + "…"
 }
 
 // CallToolResult is the result of tools/call.
