@@ -116,8 +116,12 @@ func TestModernResultType(t *testing.T) {
 
 // "Client capabilities are derived from the handlers configured
 // (elicitation form/url, sampling, roots) — never advertise what cannot be
-// answered."
+// answered." That holds for the tasks capability too: a 2025-11-25
+// connection declares task-augmented elicitation or sampling (with
+// tasks/list and tasks/cancel) only for a method it has a handler for;
+// other versions, which have no client-side tasks, declare none.
 func TestCapabilitiesFollowHandlers(t *testing.T) {
+	const elicitTasks = `"tasks":{"list":{},"cancel":{},"requests":{"elicitation":{"create":{}}}}`
 	h := snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return nil, nil })
 	cases := []struct {
 		opts         []snodo.Option
@@ -127,14 +131,19 @@ func TestCapabilitiesFollowHandlers(t *testing.T) {
 		legacy032026 string
 	}{
 		{nil, `{}`, `{}`, `{}`, `{}`},
-		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h)}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
+		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h)}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}},` + elicitTasks + `}`, `{"elicitation":{}}`, `{}`},
 		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitForm, snodo.ElicitURL)},
-			`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{}}`, `{}`},
+			`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}},` + elicitTasks + `}`, `{"elicitation":{}}`, `{}`},
 		{[]snodo.Option{snodo.WithHandler(abi.MethodElicitationCreate, h), snodo.WithElicitationModes(snodo.ElicitURL)},
-			`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}}}`, `{}`, `{}`},
+			`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}},` + elicitTasks + `}`, `{}`, `{}`},
 		{[]snodo.Option{snodo.WithElicitationModes(snodo.ElicitURL)}, `{}`, `{}`, `{}`, `{}`},
 		{[]snodo.Option{snodo.WithHandler(abi.MethodSamplingCreate, h), snodo.WithHandler(abi.MethodRootsList, h)},
-			`{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`},
+			`{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{},"tasks":{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}}}}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`},
+		{[]snodo.Option{snodo.WithHandler(abi.MethodRootsList, h)}, `{"roots":{}}`, `{"roots":{}}`, `{"roots":{}}`, `{"roots":{}}`},
+		{[]snodo.Option{snodo.WithHandler(abi.MethodSamplingCreate, h), snodo.WithHandler(abi.MethodElicitationCreate, h)},
+			`{"elicitation":{"form":{}},"sampling":{}}`,
+			`{"elicitation":{"form":{}},"sampling":{},"tasks":{"list":{},"cancel":{},"requests":{"elicitation":{"create":{}},"sampling":{"createMessage":{}}}}}`,
+			`{"elicitation":{},"sampling":{}}`, `{"sampling":{}}`},
 	}
 	for i, tc := range cases {
 		_, f := connectModern(t, noMore, tc.opts...)

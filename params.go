@@ -86,6 +86,9 @@ func (c *config) clientCapabilities(version string) json.RawMessage {
 			member("sampling", "{}")
 		}
 	}
+	if tasks := c.clientTasksCapability(version); tasks != "" {
+		member("tasks", tasks)
+	}
 	b.WriteByte('}')
 	return b.Bytes()
 }
