@@ -197,19 +197,28 @@ func TestClientTaskLifecycle(t *testing.T) {
 		t.Errorf("tasks/list: %v", list)
 	}
 
-	// Status notifications for the two that completed.
-	f.mu.Lock()
-	var done []string
-	for _, n := range f.notifications {
-		if n.Method == "notifications/tasks/status" {
-			var p struct{ TaskID, Status string }
-			_ = json.Unmarshal(n.Params, &p)
-			done = append(done, p.TaskID+" "+p.Status)
+	// Status notifications for the two that completed (each sent after
+	// its task's waiting tasks/result is answered: wait for them).
+	want := map[string]bool{id + " completed": true, sid + " completed": true}
+	deadline := time.Now().Add(time.Minute) // only bounds the wait
+	for {
+		f.mu.Lock()
+		got := map[string]bool{}
+		for _, n := range f.notifications {
+			if n.Method == "notifications/tasks/status" {
+				var p struct{ TaskID, Status string }
+				_ = json.Unmarshal(n.Params, &p)
+				got[p.TaskID+" "+p.Status] = true
+			}
 		}
-	}
-	f.mu.Unlock()
-	if len(done) != 2 || done[0] != id+" completed" || done[1] != sid+" completed" {
-		t.Errorf("status notifications: %v", done)
+		f.mu.Unlock()
+		if len(got) == len(want) && got[id+" completed"] && got[sid+" completed"] {
+			break
+		}
+		if len(got) > len(want) || time.Now().After(deadline) {
+			t.Fatalf("status notifications: %v", got)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

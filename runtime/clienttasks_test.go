@@ -169,9 +169,19 @@ func TestClientTasksOverStdioWithWasm(t *testing.T) {
 		if got := relay(t, c, "tasks/get", taskIDParams("0123456789abcdef0123456789abcdef")); got.Error == nil || got.Error.Code != -32602 {
 			t.Errorf("unknown task: %+v", got)
 		}
-		notes, err := c.CallTool(context.Background(), "notes", nil)
-		if err != nil || !strings.Contains(textOf(notes), `"taskId":"`+id+`"`) || !strings.Contains(textOf(notes), `"status":"completed"`) {
-			t.Errorf("status notifications: %v %v", textOf(notes), err)
+		// The status notification is sent once the task has ended: ask
+		// until it has arrived, within a bound that only bounds the wait.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			notes, err := c.CallTool(context.Background(), "notes", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(textOf(notes), `"taskId":"`+id+`","status":"completed"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("status notifications: %s", textOf(notes))
+			}
 		}
 	})
 
