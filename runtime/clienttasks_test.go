@@ -93,6 +93,17 @@ func relay(t *testing.T, c *snodo.Client, method, params string) relayed {
 	return r
 }
 
+// taskIDOf returns the task ID of a CreateTaskResult.
+func taskIDOf(t *testing.T, r relayed) string {
+	t.Helper()
+	task, _ := r.Result["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" {
+		t.Fatalf("not a CreateTaskResult: %+v", r)
+	}
+	return id
+}
+
 func taskIDParams(id string) string { return fmt.Sprintf(`{"taskId":%q}`, id) }
 
 const relayElicit = `{"mode":"form","message":%q,"requestedSchema":{"type":"object","properties":{}},"task":{"ttl":%s}}`
@@ -152,7 +163,7 @@ func TestClientTasksOverStdioWithWasm(t *testing.T) {
 			t.Errorf("tasks/get: %+v", got)
 		}
 
-		held := relay(t, c, abi.MethodElicitationCreate, fmt.Sprintf(relayElicit, "hold", "60000")).Result["task"].(map[string]any)["taskId"].(string)
+		held := taskIDOf(t, relay(t, c, abi.MethodElicitationCreate, fmt.Sprintf(relayElicit, "hold", "60000")))
 		if got := relay(t, c, "tasks/cancel", taskIDParams(held)); got.Result["status"] != "cancelled" {
 			t.Errorf("tasks/cancel: %+v", got)
 		}
@@ -187,7 +198,7 @@ func TestClientTasksOverStdioWithWasm(t *testing.T) {
 
 	t.Run("trap", func(t *testing.T) {
 		c := start(t, "hostile/trap.wasm").Client()
-		id := relay(t, c, abi.MethodElicitationCreate, fmt.Sprintf(relayElicit, "name?", "60000")).Result["task"].(map[string]any)["taskId"].(string)
+		id := taskIDOf(t, relay(t, c, abi.MethodElicitationCreate, fmt.Sprintf(relayElicit, "name?", "60000")))
 		res := relay(t, c, "tasks/result", taskIDParams(id))
 		if res.Error == nil || res.Error.Code != -32603 {
 			t.Fatalf("tasks/result of a trapped module: %+v", res)
