@@ -1,6 +1,7 @@
 package snodo
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -173,7 +174,7 @@ func (c *config) clientTasksCapability(version string) string {
 func (c *Client) clientTaskRequest(req *jsonrpc.Request, reply transport.ReplyFunc) bool {
 	switch req.Method {
 	case abi.MethodElicitationCreate, abi.MethodSamplingCreate:
-		if !c.clientTasksDeclared(req.Method) {
+		if !mayHaveTask(req.Params) || !c.clientTasksDeclared(req.Method) {
 			return false
 		}
 		ttl, ok, err := taskParam(req.Params)
@@ -213,6 +214,13 @@ func (c *Client) clientTaskRequest(req *jsonrpc.Request, reply transport.ReplyFu
 		c.ctasks.result(*p.TaskID, reply)
 	}
 	return true
+}
+
+// mayHaveTask reports whether params may have a member "task": it has
+// that string, or a \u escape that could spell it. Most requests have
+// neither and are not decoded twice.
+func mayHaveTask(params json.RawMessage) bool {
+	return bytes.Contains(params, []byte(`"task"`)) || bytes.Contains(params, []byte(`\u`))
 }
 
 // taskParam reads params.task: ok when present (and not null), with the

@@ -268,6 +268,11 @@ func TestClientTaskHostileRequests(t *testing.T) {
 		t.Errorf("task not an object: %+v", a.resp)
 	}
 
+	// Another spelling of the same member is the same request.
+	if got := ask(t, f, abi.MethodElicitationCreate, `{"mode":"form","message":"go","requestedSchema":{"type":"object","properties":{}},"\u0074ask":{"ttl":5000}}`).task(); got["ttl"] != 5000.0 {
+		t.Errorf("escaped task member: %v", got)
+	}
+
 	crash := ask(t, f, abi.MethodSamplingCreate, fmt.Sprintf(samplingTask, "crash", "60000")).task()
 	cid := crash["taskId"].(string)
 	a := ask(t, f, "tasks/result", idParams(cid))
@@ -303,7 +308,7 @@ func TestClientTaskHostileRequests(t *testing.T) {
 		}
 		cursor = next
 	}
-	if len(seen) != 5+1+70 || pages != 2 {
+	if len(seen) != 5+1+1+70 || pages != 2 {
 		t.Errorf("listed %d tasks in %d pages", len(seen), pages)
 	}
 }
