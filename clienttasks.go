@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/jsonrpc"
@@ -71,15 +72,24 @@ const (
 	taskNotifyTimeout = 5 * time.Second
 )
 
+// maxClientTaskBytes bounds the bytes of the results the client keeps for
+// its tasks, all together: a handler may echo what the server sent (a
+// sampling module repeating the prompt), so that 256 results of a
+// line's size would otherwise be gigabytes. A variable for tests.
+var maxClientTaskBytes = 64 << 20
+
 // metaRelatedTask is the _meta key that ties a message to its task.
 const metaRelatedTask = "io.modelcontextprotocol/related-task"
 
 // clientTasks is the client's store of tasks run for the server.
 type clientTasks struct {
-	mu     sync.Mutex
-	byID   map[string]*clientTask
-	seq    uint64
-	closed bool
+	mu    sync.Mutex
+	byID  map[string]*clientTask
+	seq   uint64
+	bytes int // of the results kept
+	// maxBytes is maxClientTaskBytes when the store began.
+	maxBytes int
+	closed   bool
 }
 
 // clientTask is one task the server asked the client to run.
@@ -95,6 +105,7 @@ type clientTask struct {
 	// result (with the related-task _meta) or err, once terminal.
 	result  json.RawMessage
 	err     error
+	size    int  // of the outcome, counted in clientTasks.bytes
 	fetched bool // a tasks/result was answered with the outcome
 	cancel  context.CancelCauseFunc
 	expire  *time.Timer
@@ -348,20 +359,12 @@ func (s *clientTasks) add(c *Client, method string, ttl time.Duration, cancel co
 	}
 	if s.byID == nil {
 		s.byID = map[string]*clientTask{}
+		s.maxBytes = maxClientTaskBytes
 		context.AfterFunc(c.life, s.close)
 	}
-	if len(s.byID) >= maxClientTasks {
-		var oldest *clientTask
-		for _, t := range s.byID {
-			if (t.fetched || t.status == TaskCancelled) && (oldest == nil || t.seq < oldest.seq) {
-				oldest = t
-			}
-		}
-		if oldest == nil {
-			return clientTaskWire{}, &Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
-				Message: fmt.Sprintf("too many tasks kept by the client (limit %d): fetch their results with tasks/result, cancel them with tasks/cancel, or wait for their ttl", maxClientTasks)}
-		}
-		s.dropLocked(oldest)
+	if len(s.byID) >= maxClientTasks && !s.dropSpentLocked(nil) {
+		return clientTaskWire{}, &Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("too many tasks kept by the client (limit %d): fetch their results with tasks/result, cancel them with tasks/cancel, or wait for their ttl", maxClientTasks)}
 	}
 	now := time.Now()
 	s.seq++
@@ -399,7 +402,25 @@ func (s *clientTasks) expire(t *clientTask) {
 
 func (s *clientTasks) dropLocked(t *clientTask) {
 	delete(s.byID, t.id)
+	s.bytes -= t.size
 	t.expire.Stop()
+}
+
+// dropSpentLocked drops the oldest task other than keep whose outcome the
+// server has fetched or that it cancelled, and reports whether there was
+// one.
+func (s *clientTasks) dropSpentLocked(keep *clientTask) bool {
+	var oldest *clientTask
+	for _, t := range s.byID {
+		if t != keep && (t.fetched || t.status == TaskCancelled) && (oldest == nil || t.seq < oldest.seq) {
+			oldest = t
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	s.dropLocked(oldest)
+	return true
 }
 
 // close ends every task, at Close or when the connection stops: handlers
@@ -427,10 +448,21 @@ func (s *clientTasks) finish(id string, res json.RawMessage, err error) (clientT
 		return clientTaskWire{}, false
 	}
 	t.updatedAt = time.Now()
+	size := outcomeSize(res, err)
+	for s.bytes+size > s.maxBytes {
+		if !s.dropSpentLocked(t) {
+			res, err = nil, &Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
+				Message: fmt.Sprintf("the handler's outcome of %d bytes does not fit in the client's task results (limit %d bytes in all): fetch the results of earlier tasks with tasks/result, or cancel them", size, s.maxBytes)}
+			size = outcomeSize(nil, err)
+			break
+		}
+	}
+	t.result, t.err, t.size = res, err, size
+	s.bytes += size
 	if err != nil {
-		t.status, t.err, t.message = TaskFailed, err, err.Error()
+		t.status, t.message = TaskFailed, truncateText(err.Error(), maxStatusMessage)
 	} else {
-		t.status, t.result = TaskCompleted, res
+		t.status = TaskCompleted
 	}
 	waiters := t.waiters
 	t.waiters = nil
@@ -443,6 +475,35 @@ func (s *clientTasks) finish(id string, res json.RawMessage, err error) (clientT
 		reply(res, err)
 	}
 	return w, true
+}
+
+// maxStatusMessage bounds the statusMessage of a failed task (the error's
+// text); tasks/result has the whole error.
+const maxStatusMessage = 1024
+
+// outcomeSize is what a task's outcome costs to keep: the result's bytes,
+// or the error's message and data.
+func outcomeSize(res json.RawMessage, err error) int {
+	if err == nil {
+		return len(res)
+	}
+	if e, ok := err.(*Error); ok {
+		return len(e.Message) + len(e.Data) + maxStatusMessage
+	}
+	return 2*len(err.Error()) + maxStatusMessage
+}
+
+// truncateText cuts s to at most n bytes, on a rune boundary, marking the
+// cut.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // notFound is the error for a task ID the client does not keep.

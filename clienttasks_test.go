@@ -284,8 +284,11 @@ func TestClientTaskHostileRequests(t *testing.T) {
 	}
 
 	// Paging: 70 more tasks make more than one page of at most 64.
+	var listed []string
 	for range 70 {
-		waitStatus(t, f, ask(t, f, abi.MethodElicitationCreate, fmt.Sprintf(elicitTask, "go", "60000")).task()["taskId"].(string), "completed")
+		id := ask(t, f, abi.MethodElicitationCreate, fmt.Sprintf(elicitTask, "go", "60000")).task()["taskId"].(string)
+		waitStatus(t, f, id, "completed")
+		listed = append(listed, id)
 	}
 	seen, pages, cursor := map[string]bool{}, 0, ""
 	for {
@@ -308,7 +311,14 @@ func TestClientTaskHostileRequests(t *testing.T) {
 		}
 		cursor = next
 	}
-	if len(seen) != 5+1+1+70 || pages != 2 {
+	// The tasks of a short ttl above may have expired meanwhile; these
+	// have not.
+	for _, id := range listed {
+		if !seen[id] {
+			t.Errorf("task %s not listed", id)
+		}
+	}
+	if len(seen) > 5+1+1+70 || pages != 2 {
 		t.Errorf("listed %d tasks in %d pages", len(seen), pages)
 	}
 }
@@ -426,5 +436,77 @@ func TestClientTaskCloseAndOtherVersions(t *testing.T) {
 	}
 	if a := ask(t, f, "tasks/get", idParams("x")); a.errCode() != jsonrpc.CodeMethodNotFound {
 		t.Errorf("2025-06-18 tasks/get: %+v", a.resp)
+	}
+}
+
+// A handler may echo what the server sent (a sampling module repeating the
+// prompt): the results the client keeps are bounded in bytes, all
+// together (64 MiB; 1 MiB here). A result that does not fit fails its task
+// with -32603 saying so, unless the oldest fetched results make room; a
+// failed task's statusMessage is at most 1 KiB.
+func TestClientTaskResultBytesBounded(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer snodo.SetMaxClientTaskBytes(1 << 20)()
+	echo := snodo.HandlerFunc(func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		var p struct {
+			Messages []struct {
+				Content struct{ Text string }
+			}
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(p.Messages[0].Content.Text, "fail") {
+			return nil, &snodo.Error{Code: -32000, Message: p.Messages[0].Content.Text}
+		}
+		b, _ := json.Marshal(map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": p.Messages[0].Content.Text}, "model": "echo"})
+		return b, nil
+	})
+	c, f := connectLegacy(t, noMore, snodo.WithHandler(abi.MethodSamplingCreate, echo))
+	defer c.Close()
+	big := strings.Repeat("a", 400<<10)
+	var ids []string
+	for range 3 {
+		id := ask(t, f, abi.MethodSamplingCreate, fmt.Sprintf(samplingTask, big, "60000")).task()["taskId"].(string)
+		waitDone(t, f, id)
+		ids = append(ids, id)
+	}
+	if got := ask(t, f, "tasks/get", idParams(ids[1])).task(); got["status"] != "completed" {
+		t.Errorf("second: %v", got)
+	}
+	a := ask(t, f, "tasks/result", idParams(ids[2]))
+	if a.errCode() != jsonrpc.CodeInternalError || !strings.Contains(a.resp.Error.Message, "does not fit") {
+		t.Fatalf("third, over the bound: error %d, %d bytes of result", a.errCode(), len(a.resp.Result))
+	}
+	if a := ask(t, f, "tasks/result", idParams(ids[0])); a.resp.Error != nil {
+		t.Fatalf("first: %d %s", a.errCode(), a.resp.Error.Message)
+	}
+	fourth := ask(t, f, abi.MethodSamplingCreate, fmt.Sprintf(samplingTask, big, "60000")).task()["taskId"].(string)
+	if got := waitDone(t, f, fourth); got["status"] != "completed" {
+		t.Errorf("fourth, after a fetch: %v", got)
+	}
+	if a := ask(t, f, "tasks/get", idParams(ids[0])); a.errCode() != jsonrpc.CodeInvalidParams {
+		t.Errorf("the fetched result that made room: %+v", a.resp)
+	}
+
+	failed := ask(t, f, abi.MethodSamplingCreate, fmt.Sprintf(samplingTask, "fail"+strings.Repeat("x", 5000), "60000")).task()["taskId"].(string)
+	if got := waitDone(t, f, failed); got["status"] != "failed" || len(got["statusMessage"].(string)) > 1024 {
+		t.Errorf("failed task's status message of %d bytes", len(got["statusMessage"].(string)))
+	}
+}
+
+// waitDone polls tasks/get until the task is terminal and returns it.
+func waitDone(t *testing.T, f *fake, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // only bounds the wait
+	for {
+		got := ask(t, f, "tasks/get", idParams(id)).task()
+		if s := snodo.TaskStatus(got["status"].(string)); s.Terminal() {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: %v", id, got)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -35,3 +35,11 @@ func CacheLen(c *Client) int {
 	}
 	return c.cache.len()
 }
+
+// SetMaxClientTaskBytes replaces the bound on the bytes of the client's
+// task results, and returns a function that restores it.
+func SetMaxClientTaskBytes(n int) (restore func()) {
+	old := maxClientTaskBytes
+	maxClientTaskBytes = n
+	return func() { maxClientTaskBytes = old }
+}
