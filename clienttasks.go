@@ -182,7 +182,7 @@ func (c *config) clientTasksCapability(version string) string {
 // any. It never blocks: a tasks/result on a running task is answered when
 // the task ends. It reports false for any other request, which takes the
 // ordinary path.
-func (c *Client) clientTaskRequest(req *jsonrpc.Request, reply transport.ReplyFunc) bool {
+func (c *Client) clientTaskRequest(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) bool {
 	switch req.Method {
 	case abi.MethodElicitationCreate, abi.MethodSamplingCreate:
 		if !mayHaveTask(req.Params) || !c.clientTasksDeclared(req.Method) {
@@ -196,7 +196,7 @@ func (c *Client) clientTaskRequest(req *jsonrpc.Request, reply transport.ReplyFu
 			reply(nil, err)
 			return true
 		}
-		c.createClientTask(req, ttl, reply)
+		c.createClientTask(ctx, req, ttl, reply)
 		return true
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/list":
 		if !c.clientTasksDeclared(abi.MethodElicitationCreate) && !c.clientTasksDeclared(abi.MethodSamplingCreate) {
@@ -270,15 +270,24 @@ func taskParam(params json.RawMessage) (ttl time.Duration, ok bool, err error) {
 
 // createClientTask admits req as the ordinary path does, keeps a task for
 // it, answers the CreateTaskResult and runs the handler in the background.
-func (c *Client) createClientTask(req *jsonrpc.Request, ttl time.Duration, reply transport.ReplyFunc) {
+//
+// The handler gets the request without params.task: running it as a task
+// is the client's business, and a handler that passes the request on (the
+// proxy's, to its host) must not ask for a task in turn. Its context keeps
+// the values of the request's (such as the call it relates to over HTTP)
+// but not its end, which comes when the request is answered: it ends with
+// tasks/cancel, the ttl, Close and the connection.
+func (c *Client) createClientTask(reqCtx context.Context, req *jsonrpc.Request, ttl time.Duration, reply transport.ReplyFunc) {
 	h, res, err := c.admit(req)
 	if h == nil {
 		reply(res, err)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(c.life)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(reqCtx))
+	stop := context.AfterFunc(c.life, func() { cancel(context.Cause(c.life)) })
 	t, err := c.ctasks.add(c, req.Method, ttl, cancel)
 	if err != nil {
+		stop()
 		cancel(err)
 		c.gate.Release()
 		reply(nil, err)
@@ -287,19 +296,31 @@ func (c *Client) createClientTask(req *jsonrpc.Request, ttl time.Duration, reply
 	reply(json.RawMessage(mustMarshal(struct {
 		Task clientTaskWire `json:"task"`
 	}{t})), nil)
-	go c.runClientTask(ctx, cancel, t.TaskID, h, req)
+	go c.runClientTask(ctx, cancel, stop, t.TaskID, h, req.Method, req.Params)
+}
+
+// withoutTask returns params without its task member. params is an object
+// (taskParam decoded it).
+func withoutTask(params json.RawMessage) json.RawMessage {
+	var members map[string]json.RawMessage
+	if unmarshal(params, &members) != nil {
+		return params
+	}
+	delete(members, "task")
+	return mustMarshal(members)
 }
 
 // runClientTask runs the task's handler holding the gate's slot, and
 // records its outcome.
-func (c *Client) runClientTask(ctx context.Context, cancel context.CancelCauseFunc, id string, h Handler, req *jsonrpc.Request) {
+func (c *Client) runClientTask(ctx context.Context, cancel context.CancelCauseFunc, stop func() bool, id string, h Handler, method string, params json.RawMessage) {
 	defer cancel(nil)
+	defer stop()
 	res, err := func() (json.RawMessage, error) {
 		defer c.gate.Release()
-		return runHandler(ctx, h, req.Method, req.Params)
+		return runHandler(ctx, h, method, withoutTask(params))
 	}()
 	if err == nil {
-		res, err = withRelatedTask(res, id, req.Method)
+		res, err = withRelatedTask(res, id, method)
 	}
 	if t, ok := c.ctasks.finish(id, res, err); ok {
 		c.notifyTaskStatus(t)

@@ -55,9 +55,12 @@ func (a taskAnswer) errCode() int64 {
 
 var serverReqID atomic.Int64
 
+// askKey marks the context of the requests ask sends.
+type askKey struct{}
+
 func ask(t *testing.T, f *fake, method, params string) taskAnswer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), askKey{}, method), time.Minute)
 	defer cancel()
 	return taskAnswer{f.serverRequest(ctx, 1000+serverReqID.Add(1), method, params), t}
 }
@@ -90,6 +93,9 @@ type holdingHandler struct {
 	release   chan struct{}
 	cancelled chan error
 	started   chan struct{}
+	// odd records a request whose params had a task member, or whose
+	// context lacked the request's values.
+	odd atomic.Value
 }
 
 func newHoldingHandler() *holdingHandler {
@@ -98,6 +104,12 @@ func newHoldingHandler() *holdingHandler {
 
 func (h *holdingHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	s := string(params)
+	var members map[string]json.RawMessage
+	if json.Unmarshal(params, &members); members["task"] != nil {
+		h.odd.Store("params with a task member: " + s)
+	} else if ctx.Value(askKey{}) != method {
+		h.odd.Store("a context without the request's values")
+	}
 	switch {
 	case strings.Contains(s, `"crash"`):
 		panic("the handler crashed")
@@ -191,6 +203,9 @@ func TestClientTaskLifecycle(t *testing.T) {
 		t.Errorf("second tasks/cancel: %+v", a.resp)
 	}
 
+	if odd := h.odd.Load(); odd != nil {
+		t.Errorf("a handler got %s", odd)
+	}
 	list := ask(t, f, "tasks/list", `{}`).task()
 	tasks := list["tasks"].([]any)
 	if len(tasks) != 3 || tasks[0].(map[string]any)["taskId"] != id || tasks[2].(map[string]any)["status"] != "cancelled" {

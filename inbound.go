@@ -22,7 +22,7 @@ import (
 // answers at once (ping, no handler, over the limit) or returns the work
 // of the admitted request, which the transport runs.
 func (c *Client) dispatch(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
-	if c.clientTaskRequest(req, reply) {
+	if c.clientTaskRequest(ctx, req, reply) {
 		// A task-augmented request or a tasks/ method (clienttasks.go).
 		return nil
 	}
