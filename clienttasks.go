@@ -31,7 +31,8 @@ import (
 // with params.task is admitted as any other server request (the one gate of
 // WithMaxServerRequests, the one recovery of runHandler), answered at once
 // with a CreateTaskResult, and its handler, native or Wasm, runs in the
-// background under the client's life. The server then polls the client
+// background until it ends, the server cancels the task, its ttl passes or
+// the client closes. The server then polls the client
 // with tasks/get, fetches the result with tasks/result (answered when the
 // task ends, without holding a goroutine), lists with tasks/list and
 // cancels with tasks/cancel. The client sends notifications/tasks/status
@@ -41,9 +42,10 @@ import (
 // maxClientTasks tasks are kept at once (running and finished), each for
 // its ttl clamped to [minClientTaskTTL, maxClientTaskTTL] (a task whose ttl
 // passes is cancelled if still running and dropped with its result), at
-// most maxTaskWaiters tasks/result requests wait on one task, and a
-// tasks/list page holds at most clientTaskPage tasks. Task IDs are 128
-// random bits from crypto/rand. The tasks end at Close.
+// most maxTaskWaiters tasks/result requests wait on one task, the results
+// kept weigh at most maxClientTaskBytes in all, and a tasks/list page
+// holds at most clientTaskPage tasks. Task IDs are 128 random bits from
+// crypto/rand. The tasks end at Close.
 //
 // Other versions declare nothing and answer such requests normally,
 // ignoring params.task, as the specification requires. The 2026-07-28 era
