@@ -126,8 +126,12 @@ func TestModernResultType(t *testing.T) {
 
 // "Client capabilities are derived from the handlers configured
 // (elicitation form/url, sampling, roots) — never advertise what cannot be
-// answered."
+// answered." That holds for the tasks capability too: a 2025-11-25
+// connection declares task-augmented elicitation or sampling (with
+// tasks/list and tasks/cancel) only for a method it has a handler for;
+// other versions, which have no client-side tasks, declare none.
 func TestCapabilitiesFollowHandlers(t *testing.T) {
+	const elicitTasks = `"tasks":{"list":{},"cancel":{},"requests":{"elicitation":{"create":{}}}}`
 	h := snodo.HandlerFunc(func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return nil, nil })
 	cases := []struct {
 		opts         snodo.Options
@@ -137,14 +141,19 @@ func TestCapabilitiesFollowHandlers(t *testing.T) {
 		legacy032026 string
 	}{
 		{snodo.Options{}, `{}`, `{}`, `{}`, `{}`},
-		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{}}`, `{}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}}, `{"elicitation":{"form":{}}}`, `{"elicitation":{"form":{}},` + elicitTasks + `}`, `{"elicitation":{}}`, `{}`},
 		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{"form", "url"}},
-			`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{}}`, `{}`},
+			`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":{},"url":{}},` + elicitTasks + `}`, `{"elicitation":{}}`, `{}`},
 		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodElicitationCreate: h}, ElicitationModes: []string{"url"}},
-			`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}}}`, `{}`, `{}`},
+			`{"elicitation":{"url":{}}}`, `{"elicitation":{"url":{}},` + elicitTasks + `}`, `{}`, `{}`},
 		{snodo.Options{ElicitationModes: []string{"url"}}, `{}`, `{}`, `{}`, `{}`},
 		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodSamplingCreate: h, abi.MethodRootsList: h}},
-			`{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`},
+			`{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{},"tasks":{"list":{},"cancel":{},"requests":{"sampling":{"createMessage":{}}}}}`, `{"roots":{},"sampling":{}}`, `{"roots":{},"sampling":{}}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodRootsList: h}}, `{"roots":{}}`, `{"roots":{}}`, `{"roots":{}}`, `{"roots":{}}`},
+		{snodo.Options{Handlers: map[string]snodo.Handler{abi.MethodSamplingCreate: h, abi.MethodElicitationCreate: h}},
+			`{"elicitation":{"form":{}},"sampling":{}}`,
+			`{"elicitation":{"form":{}},"sampling":{},"tasks":{"list":{},"cancel":{},"requests":{"elicitation":{"create":{}},"sampling":{"createMessage":{}}}}}`,
+			`{"elicitation":{},"sampling":{}}`, `{"sampling":{}}`},
 	}
 	for i, tc := range cases {
 		_, f := connectModern(t, noMore, &tc.opts)

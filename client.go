@@ -50,6 +50,9 @@ type Client struct {
 
 	// tasks follows the server's tasks (tasks.go).
 	tasks taskState
+	// ctasks keeps the tasks the server asked the client to run
+	// (clienttasks.go).
+	ctasks clientTasks
 
 	logLevel legacyLogLevel
 	cache    *resultCache

@@ -68,3 +68,11 @@ func ListTasks(c *Client, ctx context.Context, cursor string, opts ...CallOption
 func KeepaliveTimeout(o *Options, timeout time.Duration) {
 	o.keepaliveTimeout = timeout
 }
+
+// SetMaxClientTaskBytes replaces the bound on the bytes of the client's
+// task results, and returns a function that restores it.
+func SetMaxClientTaskBytes(n int) (restore func()) {
+	old := maxClientTaskBytes
+	maxClientTaskBytes = n
+	return func() { maxClientTaskBytes = old }
+}

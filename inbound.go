@@ -22,6 +22,10 @@ import (
 // answers at once (ping, no handler, over the limit) or returns the work
 // of the admitted request, which the transport runs.
 func (c *Client) dispatch(ctx context.Context, req *jsonrpc.Request, reply transport.ReplyFunc) func() {
+	if c.clientTaskRequest(ctx, req, reply) {
+		// A task-augmented request or a tasks/ method (clienttasks.go).
+		return nil
+	}
 	h, res, err := c.admit(req)
 	if h == nil {
 		reply(res, err)

@@ -88,6 +88,9 @@ func (c *config) clientCapabilities(version string, extra ...string) json.RawMes
 			member("sampling", "{}")
 		}
 	}
+	if tasks := c.clientTasksCapability(version); tasks != "" {
+		member("tasks", tasks)
+	}
 	if ext := c.extensionsMember(extra...); ext != "" {
 		if b.Len() > 1 {
 			b.WriteByte(',')

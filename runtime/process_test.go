@@ -136,6 +136,9 @@ func runHelper() {
 				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","content":[{"type":"text","text":"answered %d"}]}}`+"\n", m.ID, len(m.Params.InputResponses))
 			}
 		}
+	case "task-relay": // a 2025-11-25 server that relays requests to the client (clienttasks_test.go)
+		serveTaskRelay()
+		os.Exit(0)
 	case "limit-legacy", "limit-modern": // limitServer over stdio (onelimit_test.go)
 		os.Exit(serveLimitStdio(os.Getenv(helperEnv) == "limit-legacy"))
 	case "grandchild":

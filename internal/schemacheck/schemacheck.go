@@ -48,6 +48,11 @@ var resultDefs = map[string]string{
 	"sampling/createMessage": "CreateMessageResult",
 	"roots/list":             "ListRootsResult",
 	"ping":                   "EmptyResult",
+	// Client-side tasks (2025-11-25): the server polls the client.
+	"tasks/get":    "GetTaskResult",
+	"tasks/result": "GetTaskPayloadResult",
+	"tasks/list":   "ListTasksResult",
+	"tasks/cancel": "CancelTaskResult",
 }
 
 // Load reads the schemas from the module's testdata/schema directory,
@@ -223,6 +228,14 @@ func (c *Checker) ClientResponse(version, method string, msg []byte) error {
 	def, ok := resultDefs[method]
 	if !ok {
 		return fmt.Errorf("%s: no result definition for a response to %q", version, method)
+	}
+	var task struct {
+		Task json.RawMessage `json:"task"`
+	}
+	if (method == "elicitation/create" || method == "sampling/createMessage") &&
+		json.Unmarshal(r.Result, &task) == nil && task.Task != nil {
+		// A task-augmented request answered with its task.
+		def = "CreateTaskResult"
 	}
 	return c.Validate(version, def, r.Result)
 }
