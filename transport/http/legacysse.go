@@ -10,10 +10,7 @@ import (
 	nethttp "net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
-	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
@@ -57,21 +54,9 @@ var ErrStreamEnded = errors.New("http: the SSE stream ended")
 // wraps ErrStreamEnded and names the cause. The old transport has no way
 // to resume a stream; a new connection starts with DialSSE and initialize.
 type SSE struct {
-	url     string // the SSE endpoint (GET)
-	post    string // the message endpoint (POST), set once by DialSSE
-	client  *nethttp.Client
-	own     *nethttp.Transport // the default client's transport, nil otherwise
-	header  nethttp.Header
-	maxMsg  int
-	answers chan struct{} // slots for answering server requests in the background
-
-	life     context.Context // ends when the transport stops
-	stopLife context.CancelCauseFunc
-	done     chan struct{}
-	stopOnce sync.Once
-	wg       sync.WaitGroup // background goroutines; Add only under core.Mu while running
-
-	core rpc.Core[*call] // Mu also guards the Add of wg
+	url  string // the SSE endpoint (GET)
+	post string // the message endpoint (POST), set once by DialSSE
+	base
 }
 
 // Compile-time checks of the capabilities SSE offers.
@@ -94,19 +79,8 @@ func DialSSE(ctx context.Context, cfg Config) (*SSE, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SSE{
-		url:     u.String(),
-		header:  cfg.Header.Clone(),
-		maxMsg:  cfg.MaxMessageBytes,
-		answers: make(chan struct{}, 2*admit.DefaultLimit),
-		done:    make(chan struct{}),
-	}
-	if s.maxMsg == 0 {
-		s.maxMsg = DefaultMaxMessageBytes
-	}
-	s.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
-	s.client, s.own = clientFor(cfg.HTTPClient)
-	s.life, s.stopLife = context.WithCancelCause(context.Background())
+	s := &SSE{url: u.String()}
+	s.init(cfg)
 	ready := make(chan error, 1)
 	s.wg.Add(1)
 	go func() {
@@ -338,68 +312,9 @@ func (s *SSE) Request(ctx context.Context, req *jsonrpc.Request, opts transport.
 		s.forget(cl)
 		return nil, s.Err()
 	}
-	return s.await(ctx, cl, opts)
-}
-
-// await waits for cl's outcome, delivering its progress.
-func (s *SSE) await(ctx context.Context, cl *call, opts transport.RequestOptions) (*jsonrpc.Response, error) {
-	var pol rpc.Await
-	pol.Start(&opts, cl.prog)
-	var (
-		timer  *time.Timer
-		timerC <-chan time.Time
-	)
-	arm := func() {
-		d, ok := pol.Next()
-		if !ok {
-			return
-		}
-		if timer == nil {
-			timer = time.NewTimer(d)
-			timerC = timer.C
-		} else {
-			timer.Reset(d)
-		}
-	}
-	arm()
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		select {
-		case o := <-cl.result:
-			if err := pol.Deliver(); err != nil {
-				return nil, err
-			}
-			return o.resp, o.err
-		case <-pol.Ready():
-			if err := pol.Deliver(); err != nil {
-				s.abort(cl, rpc.ProgressFailed(err))
-				return nil, err
-			}
-			if pol.ResetOnProgress() {
-				arm()
-			}
-		case <-timerC:
-			err := pol.TimeoutError()
-			s.abort(cl, err.Message)
-			return nil, err
-		case <-ctx.Done():
-			err := transport.ContextError(ctx)
-			s.abort(cl, err.Message)
-			return nil, err
-		case <-s.done:
-			select {
-			case o := <-cl.result:
-				return o.resp, o.err
-			default:
-			}
-			s.forget(cl)
-			return nil, s.Err()
-		}
-	}
+	return await(ctx, cl, opts, s.done,
+		func(reason string) { s.abort(cl, reason) },
+		func() { s.forget(cl) }, s.Err)
 }
 
 // abort gives up on cl, ending its POST if the server has not answered
@@ -541,17 +456,7 @@ func (s *SSE) serverRequest(req *jsonrpc.Request) {
 			defer cancel()
 			_, _ = s.postMessage(ctx, body, "an answer")
 		}
-		// In the background while slots last; past that in the caller
-		// (possibly the stream's reader), which slows a flooding server
-		// down.
-		select {
-		case s.answers <- struct{}{}:
-			if !s.goTracked(func() { defer func() { <-s.answers }(); send() }) {
-				<-s.answers
-			}
-		default:
-			send()
-		}
+		s.answer(send)
 	}))
 	if work != nil {
 		go work()
@@ -573,50 +478,11 @@ func (s *SSE) SetInbound(onRequest transport.DispatchFunc, onNotification transp
 func (s *SSE) Close() error {
 	s.stop(transport.ConnectionError("transport closed", ErrClosed))
 	s.wg.Wait()
-	if s.own != nil {
-		s.own.CloseIdleConnections()
-	}
+	s.closeIdle()
 	return nil
 }
 
 // stop records why the transport stopped, fails what waits, and ends the
 // stream and every exchange; it does not wait for the goroutines (the
 // stream's reader calls it).
-func (s *SSE) stop(err *jsonrpc.Error) {
-	s.stopOnce.Do(func() {
-		s.core.Mu.Lock()
-		// The calls waiting see done; a response settled before it is in
-		// their channel.
-		_, listens := s.core.StopLocked(err)
-		s.core.Mu.Unlock()
-		close(s.done)
-		s.stopLife(err)
-		for _, ls := range listens {
-			ls.Fail(err)
-		}
-	})
-}
-
-// Done returns a channel that is closed once the transport has stopped:
-// closed, or its stream ended.
-func (s *SSE) Done() <-chan struct{} { return s.done }
-
-// Err returns why the transport stopped (a -32000 *jsonrpc.Error), or nil
-// while it runs.
-func (s *SSE) Err() error { return s.core.Err() }
-
-// goTracked starts fn as a goroutine that Close waits for; it reports
-// false, without starting fn, once the transport has stopped.
-func (s *SSE) goTracked(fn func()) bool {
-	s.core.Mu.Lock()
-	defer s.core.Mu.Unlock()
-	if s.core.ErrLocked() != nil {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		fn()
-	}()
-	return true
-}
+func (s *SSE) stop(err *jsonrpc.Error) { s.halt(err, func() {}) }

@@ -182,7 +182,9 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 		return nil, t.Err()
 	}
 
-	resp, err := t.await(ctx, cl, opts, h, modern)
+	resp, err := await(ctx, cl, opts, t.done,
+		func(reason string) { t.abort(cl, h, modern, reason) },
+		func() { t.core.Remove(cl.id, cl) }, t.Err)
 	// The response may have come on another stream (a resumed one, the GET
 	// stream): this request's own stream has nothing more to say.
 	cl.cancel(nil)
@@ -564,8 +566,10 @@ func (t *Transport) routeResponse(r *jsonrpc.Response) {
 	}
 }
 
-// await waits for cl's outcome, delivering its progress.
-func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestOptions, h nethttp.Header, modern bool) (*jsonrpc.Response, error) {
+// await waits for cl's outcome, delivering its progress; giving up, it
+// aborts cl with abort's reason. done is the transport's end, after which
+// forget drops cl and ended says why.
+func await(ctx context.Context, cl *call, opts transport.RequestOptions, done <-chan struct{}, abort func(reason string), forget func(), ended func() error) (*jsonrpc.Response, error) {
 	var pol rpc.Await // the timeout, its reset by progress, the delivery
 	pol.Start(&opts, cl.prog)
 	var (
@@ -585,9 +589,11 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 		}
 	}
 	arm()
-	if timer != nil {
-		defer timer.Stop()
-	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		select {
 		case o := <-cl.result:
@@ -597,7 +603,7 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 			return o.resp, o.err
 		case <-pol.Ready():
 			if err := pol.Deliver(); err != nil {
-				t.abort(cl, h, modern, rpc.ProgressFailed(err))
+				abort(rpc.ProgressFailed(err))
 				return nil, err
 			}
 			if pol.ResetOnProgress() {
@@ -605,20 +611,20 @@ func (t *Transport) await(ctx context.Context, cl *call, opts transport.RequestO
 			}
 		case <-timerC:
 			err := pol.TimeoutError()
-			t.abort(cl, h, modern, err.Message)
+			abort(err.Message)
 			return nil, err
 		case <-ctx.Done():
 			err := transport.ContextError(ctx)
-			t.abort(cl, h, modern, err.Message)
+			abort(err.Message)
 			return nil, err
-		case <-t.done:
+		case <-done:
 			select {
 			case o := <-cl.result:
 				return o.resp, o.err
 			default:
 			}
-			t.core.Remove(cl.id, cl)
-			return nil, t.Err()
+			forget()
+			return nil, ended()
 		}
 	}
 }

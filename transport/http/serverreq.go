@@ -38,16 +38,7 @@ func (t *Transport) serverRequest(req *jsonrpc.Request, h nethttp.Header, owner 
 				drain(resp)
 			}
 		}
-		// In the background while slots last; past that in the caller
-		// (possibly a stream's reader), which slows a flooding server down.
-		select {
-		case t.answers <- struct{}{}:
-			if !t.goTracked(func() { defer func() { <-t.answers }(); send() }) {
-				<-t.answers
-			}
-		default:
-			send()
-		}
+		t.answer(send)
 	}))
 	if work != nil {
 		go work()

@@ -1,20 +1,16 @@
 package http
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	nethttp "net/http"
 	"net/url"
 	"strings"
-	"sync"
 
-	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
-	"github.com/snodo/snodo/transport/internal/rpc"
 )
 
 // DefaultMaxMessageBytes is the default of Config.MaxMessageBytes: 16 MiB,
@@ -78,23 +74,10 @@ type Config struct {
 // Transport is a client's connection to a Streamable HTTP MCP endpoint. It
 // is safe for concurrent use.
 type Transport struct {
-	url     string
-	client  *nethttp.Client
-	own     *nethttp.Transport // the default client's transport, nil otherwise
-	header  nethttp.Header
-	maxMsg  int
-	answers chan struct{} // slots for answering server requests in the background
+	base
+	url string
 
-	life     context.Context // ends at Close; every HTTP request runs under it
-	stopLife context.CancelCauseFunc
-	done     chan struct{}
-	stopOnce sync.Once
-	wg       sync.WaitGroup // background goroutines; Add only under mu while running
-
-	// core is the call table, the routing of what the server sends, the
-	// listens and server requests, and the transport's error. Its Mu also
-	// guards the fields below and the Add of wg.
-	core   rpc.Core[*call]
+	// Guarded by core.Mu:
 	get    *getStream      // the standalone GET stream's loop, while it runs
 	onLost func(err error) // transport.StreamWatcher's hook, or nil
 }
@@ -116,19 +99,8 @@ func New(cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{
-		url:    u.String(),
-		header: cfg.Header.Clone(),
-		maxMsg: cfg.MaxMessageBytes,
-		done:   make(chan struct{}),
-	}
-	if t.maxMsg == 0 {
-		t.maxMsg = DefaultMaxMessageBytes
-	}
-	t.answers = make(chan struct{}, 2*admit.DefaultLimit)
-	t.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
-	t.client, t.own = clientFor(cfg.HTTPClient)
-	t.life, t.stopLife = context.WithCancelCause(context.Background())
+	t := &Transport{url: u.String()}
+	t.init(cfg)
 	return t, nil
 }
 
@@ -293,50 +265,8 @@ func (t *Transport) Close() error {
 }
 
 func (t *Transport) stop(err *jsonrpc.Error) {
-	t.stopOnce.Do(func() {
-		t.core.Mu.Lock()
-		// The calls waiting see done; a response settled before it is in
-		// their channel.
-		_, listens := t.core.StopLocked(err)
-		t.core.Mu.Unlock()
-		close(t.done)
-		t.stopLife(err)
-		for _, ls := range listens {
-			ls.Fail(err)
-		}
+	t.halt(err, func() {
 		t.wg.Wait()
-		if t.own != nil {
-			t.own.CloseIdleConnections()
-		}
+		t.closeIdle()
 	})
-}
-
-// Done returns a channel that is closed once the transport has been
-// closed.
-func (t *Transport) Done() <-chan struct{} { return t.done }
-
-// Err returns why the transport stopped (a -32000 *jsonrpc.Error), or nil
-// while it runs.
-func (t *Transport) Err() error { return t.core.Err() }
-
-// goLocked starts fn as a background goroutine that Close waits for.
-// t.core.Mu must be held, and the transport running.
-func (t *Transport) goLocked(fn func()) {
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		fn()
-	}()
-}
-
-// goTracked is goLocked taking t.core.Mu; it reports false, without
-// starting fn, when the transport has stopped.
-func (t *Transport) goTracked(fn func()) bool {
-	t.core.Mu.Lock()
-	defer t.core.Mu.Unlock()
-	if t.core.ErrLocked() != nil {
-		return false
-	}
-	t.goLocked(fn)
-	return true
 }
