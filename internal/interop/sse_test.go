@@ -69,6 +69,21 @@ func TestSSEGoSDK(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Error(err)
 	}
+	// The cancellations are POSTed in the background, and Close ends a
+	// POST still under way: wait (bounded) until the server has both.
+	countCancelled := func() (n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range posts {
+			if strings.Contains(p, `"method":"notifications/cancelled"`) {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); countCancelled() < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
