@@ -70,12 +70,23 @@ func timeoutOf(i Interceptor) time.Duration {
 
 var errDeadline = errors.New("interceptor deadline")
 
+// timeoutGrace is how long past its own Timeout the chain waits for a
+// Timeouter.
+const timeoutGrace = time.Second
+
 // run calls one interceptor under its own deadline. A decision given
 // after the deadline, or after ctx ended, is a failure: it may have been
 // decided on less than the request.
 func run(ctx context.Context, i Interceptor, f func(ctx context.Context) (Decision, error)) (Decision, error) {
 	d := timeoutOf(i)
-	cctx, cancel := context.WithTimeoutCause(ctx, d, errDeadline)
+	bound := d
+	if _, own := i.(Timeouter); own {
+		// The interceptor keeps its own deadline (a Wasm module stops
+		// its guest, and says so); this one only bounds one that does
+		// not.
+		bound += timeoutGrace
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, bound, errDeadline)
 	defer cancel()
 	dec, err := f(cctx)
 	if err == nil && cctx.Err() != nil {
@@ -214,11 +225,15 @@ func (c *Chain) failed(n int, method string, results bool, err error) *jsonrpc.E
 	if results {
 		what = "the answer was withheld"
 	}
-	e := &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("interceptor %q failed on %s, so %s: %v", name, method, what, err),
-		Cause:   fmt.Errorf("%w: %w", ErrFailed, err)}
+	cause := err.Error()
 	var je *jsonrpc.Error
-	if errors.As(err, &je) && len(je.Data) > 0 {
+	if errors.As(err, &je) && je.Message != "" {
+		cause = je.Message
+	}
+	e := &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("interceptor %q failed on %s, so %s: %s", name, method, what, cause),
+		Cause:   fmt.Errorf("%w: %w", ErrFailed, err)}
+	if je != nil && len(je.Data) > 0 {
 		e.Data = je.Data
 	} else {
 		e.Data, _ = json.Marshal(map[string]string{"interceptor": name, "cause": err.Error()})
