@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/transport"
 )
@@ -50,6 +51,7 @@ type config struct {
 	urlElicit        Handler
 	onElicitComplete func(elicitationID string)
 	cache            cacheConfig
+	interceptors     []intercept.Interceptor // WithInterceptor
 }
 
 func newConfig(opts []Option) *config {
@@ -183,6 +185,11 @@ type callConfig struct {
 	traceMeta []byte        // the trace members of _meta, or nil
 	noCache   bool          // WithoutCache
 	rounds    int           // input rounds the call took, set by call
+
+	// handshake marks the connection's handshake, which the interceptors
+	// do not see; answer is the server's error answer, set by send.
+	handshake bool
+	answer    *Error
 }
 
 // WithTimeout sets how long the call waits for each response (default: the

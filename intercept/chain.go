@@ -55,10 +55,23 @@ func wants(i Interceptor, method string, results bool) bool {
 
 // name is how errors name the interceptor at index n of the chain.
 func (c *Chain) name(n int) string {
-	if nm, ok := c.list[n].(Namer); ok && nm.Name() != "" {
-		return nm.Name()
+	if s := nameOf(c.list[n]); s != "" {
+		return s
 	}
 	return "#" + strconv.Itoa(n+1)
+}
+
+// nameOf is i's name (Namer, or a Funcs' Name), or "".
+func nameOf(i Interceptor) string {
+	switch v := i.(type) {
+	case Namer:
+		return v.Name()
+	case Funcs:
+		return v.Name
+	case *Funcs:
+		return v.Name
+	}
+	return ""
 }
 
 func timeoutOf(i Interceptor) time.Duration {
@@ -215,7 +228,7 @@ func (c *Chain) denied(n int, method string, results bool, reason *jsonrpc.Error
 		msg += ": " + reason.Message
 	}
 	raw, _ := json.Marshal(data)
-	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: CodeDenied, Message: msg, Data: raw, Cause: ErrDenied}
+	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: CodeDenied, Message: msg, Data: raw}
 }
 
 // failed is the -32603 error of interceptor n's failure: fail closed.
@@ -232,7 +245,7 @@ func (c *Chain) failed(n int, method string, results bool, err error) *jsonrpc.E
 	}
 	e := &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
 		Message: fmt.Sprintf("interceptor %q failed on %s, so %s: %s", name, method, what, cause),
-		Cause:   fmt.Errorf("%w: %w", ErrFailed, err)}
+		Cause:   &failedCause{msg: cause, err: err}}
 	if je != nil && len(je.Data) > 0 {
 		e.Data = je.Data
 	} else {
@@ -240,6 +253,17 @@ func (c *Chain) failed(n int, method string, results bool, err error) *jsonrpc.E
 	}
 	return e
 }
+
+// failedCause is the cause of an interceptor's failure: its error, said as
+// the message says it, matching ErrFailed.
+type failedCause struct {
+	msg string
+	err error
+}
+
+func (f *failedCause) Error() string        { return f.msg }
+func (f *failedCause) Unwrap() error        { return f.err }
+func (f *failedCause) Is(target error) bool { return target == ErrFailed }
 
 // addressed are the members of a request's params that say what it
 // addresses, which a rewrite must keep.

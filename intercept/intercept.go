@@ -27,13 +27,13 @@ import (
 // the request was not sent, or the server's answer was withheld.
 const CodeDenied = -32030
 
-// ErrDenied is the cause of every denial's *jsonrpc.Error; match it with
+// ErrDenied matches every denial's *jsonrpc.Error (code CodeDenied) with
 // errors.Is.
-var ErrDenied = errors.New("denied by an interceptor")
+var ErrDenied = &jsonrpc.Error{Code: CodeDenied}
 
-// ErrFailed is the cause of the error of a call whose interceptor failed
-// (fail closed); match it with errors.Is. The error's own Cause chain
-// holds the interceptor's error.
+// ErrFailed matches, with errors.Is, the error of a call whose interceptor
+// failed (fail closed). The error's Cause chain holds the interceptor's
+// error.
 var ErrFailed = errors.New("interceptor failed")
 
 // DefaultTimeout bounds one interceptor call of an interceptor that does

@@ -60,12 +60,7 @@ func (o *observed) InterceptResult(ctx context.Context, r *Result) (Decision, er
 	return d, err
 }
 
-func (o *observed) Name() string {
-	if n, ok := o.i.(Namer); ok {
-		return n.Name()
-	}
-	return ""
-}
+func (o *observed) Name() string { return nameOf(o.i) }
 
 func (o *observed) Timeout() time.Duration { return timeoutOf(o.i) }
 

@@ -18,10 +18,10 @@ import (
 
 // ModuleReport is what CheckModule finds in a module that follows the ABI.
 type ModuleReport struct {
-	Name     string       `json:"name"`
-	Path     string       `json:"path"`
-	Size     int          `json:"size"`
-	SHA256   string       `json:"sha256"`
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
 	// ABI is the version the module's manifest declares.
 	ABI      int          `json:"abi"`
 	Manifest abi.Manifest `json:"manifest"`
