@@ -41,7 +41,12 @@ The guard applies: a tools/call of a tool --allow-tool/--deny-tool refuse
 is answered with a JSON-RPC error (-32602), and such tools are left out of
 tools/list. --audit FILE appends one JSON line per request, including
 the server requests a --handler module answers: time, direction, method,
-tool, module, decision (allow or deny), durationMs, errorCode.
+tool, module, decision (allow or deny), durationMs, errorCode; and each
+decision of an --interceptor module other than letting things through:
+direction "interceptor", phase (request or result), module, method,
+decision (deny, rewrite, replace, or fail when the module failed and the
+call failed closed) and reason. Interceptors see the host's requests as the
+proxy sends them on, with the host's name for itself as the caller.
 
 The proxy runs until its stdin ends (the host closed it), then shuts the
 server down in order. Nothing but MCP messages is written to stdout; logs
@@ -100,6 +105,7 @@ func (a *app) proxyCmd() *cobra.Command {
 			}
 			s.runner.OnLog, s.runner.OnNotification = p.OnLog, p.OnNotification
 			s.runner.WrapModule = p.AuditModule
+			s.runner.OnIntercept = p.AuditIntercept
 			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				a.logger.Debug("proxy serving", "era", rt.Client().Era(), "version", rt.Client().ProtocolVersion(), "forwarded", forwardedMethods(native, p))
 				return p.Serve(ctx, rt.Client())
