@@ -232,7 +232,6 @@ func TestProxyAuditsInterceptorDecisions(t *testing.T) {
 	}
 }
 
-
 // The shell applies --interceptor to each of its calls: the outside path
 // is denied and never reaches the server, the inside one is redacted.
 func TestShellInterceptors(t *testing.T) {
