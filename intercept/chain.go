@@ -84,7 +84,7 @@ func timeoutOf(i Interceptor) time.Duration {
 var errDeadline = errors.New("interceptor deadline")
 
 // timeoutGrace is how long past its own Timeout the chain waits for a
-// Timeouter.
+// Timeouter before it refuses its decision.
 const timeoutGrace = time.Second
 
 // run calls one interceptor under its own deadline. A decision given
@@ -92,14 +92,23 @@ const timeoutGrace = time.Second
 // decided on less than the request.
 func run(ctx context.Context, i Interceptor, f func(ctx context.Context) (Decision, error)) (Decision, error) {
 	d := timeoutOf(i)
-	bound := d
 	if _, own := i.(Timeouter); own {
 		// The interceptor keeps its own deadline (a Wasm module stops
-		// its guest, and says so); this one only bounds one that does
-		// not.
-		bound += timeoutGrace
+		// its guest at it, and says so): no timer of the chain's, whose
+		// cost would be most of a Wasm no-op's. A decision that still
+		// came later than the deadline and a grace is not taken.
+		start := time.Now()
+		dec, err := f(ctx)
+		if err == nil {
+			if took := time.Since(start); took > d+timeoutGrace {
+				err = fmt.Errorf("deadline of %s exceeded (it decided after %s)", d, took.Round(time.Millisecond))
+			} else if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+		}
+		return dec, err
 	}
-	cctx, cancel := context.WithTimeoutCause(ctx, bound, errDeadline)
+	cctx, cancel := context.WithTimeoutCause(ctx, d, errDeadline)
 	defer cancel()
 	dec, err := f(cctx)
 	if err == nil && cctx.Err() != nil {

@@ -129,8 +129,11 @@ type Interceptor interface {
 // name). Without it, an interceptor is named by its place in the chain.
 type Namer interface{ Name() string }
 
-// Timeouter is an Interceptor with its own deadline per call (a Wasm
-// module's Timeout), used instead of DefaultTimeout.
+// Timeouter is an Interceptor that enforces a deadline of its own on each
+// call (a Wasm module stops its guest at its Timeout): the chain sets no
+// timer for it, and refuses a decision that comes later than the deadline
+// and a second's grace. Other interceptors run under a context that ends
+// at DefaultTimeout.
 type Timeouter interface{ Timeout() time.Duration }
 
 // Filter is an Interceptor that says which requests it intercepts (a Wasm

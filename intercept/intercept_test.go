@@ -142,10 +142,23 @@ func TestChainFailsClosed(t *testing.T) {
 	req := func(d Decision, err error) Interceptor {
 		return RequestFunc(func(context.Context, *Request) (Decision, error) { return d, err })
 	}
+	// A Timeouter whose decision comes after its deadline and the grace.
 	slow := named{timeout: 10 * time.Millisecond, Funcs: Funcs{Name: "slow", OnRequest: func(ctx context.Context, _ *Request) (Decision, error) {
-		<-ctx.Done() // a decision after its deadline
+		time.Sleep(10*time.Millisecond + timeoutGrace + 50*time.Millisecond)
 		return Decision{}, nil
 	}}}
+	// Another interceptor runs under a context that ends with the
+	// caller's (and at DefaultTimeout): a decision given after it ended is
+	// not taken.
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	late := RequestFunc(func(ctx context.Context, _ *Request) (Decision, error) {
+		<-ctx.Done()
+		return Decision{}, nil
+	})
+	if _, err := NewChain(late).Request(cancelled, &Request{Method: "tools/call", Params: json.RawMessage(`{"name":"t"}`)}); err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("late: %v", err)
+	}
 	for name, tc := range map[string]struct {
 		i      Interceptor
 		params string

@@ -40,15 +40,16 @@ func CheckUnambiguous(data []byte) error {
 type scanner struct {
 	data []byte
 	i    int
-	keys []string // scratch, shared by the objects being read
+	keys []key // scratch, shared by the objects being read
 	// path is where the scanner is, for errors: a key, or an index when
 	// key is "" and idx >= 0.
 	path []step
 }
 
 type step struct {
-	key string
-	idx int
+	raw     []byte // a key's raw bytes
+	escaped bool
+	idx     int
 }
 
 func (s *scanner) space() {
@@ -206,9 +207,84 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	return nil, false, s.errorf("unexpected end in a string")
 }
 
+// key is an object's key as read: its raw bytes and, once needed, its
+// canonical form (canonicalKey).
+type key struct {
+	raw    []byte // between the quotes
+	simple bool   // ASCII letters, digits and punctuation other than _ and -, no escape
+	canon  string
+	hasCan bool
+}
+
+func (s *scanner) canon(k *key) (string, error) {
+	if !k.hasCan {
+		str := string(k.raw)
+		if !k.simple {
+			q := make([]byte, 0, len(k.raw)+2)
+			q = append(append(append(q, '"'), k.raw...), '"')
+			if err := json.Unmarshal(q, &str); err != nil {
+				return "", s.errorf("bad key: %v", err)
+			}
+		}
+		k.canon, k.hasCan = canonicalKey(str), true
+	}
+	return k.canon, nil
+}
+
+// sameKey reports whether a decoder could take a and b for one key.
+func (s *scanner) sameKey(a, b *key) (bool, error) {
+	if a.simple && b.simple {
+		return asciiFoldEqual(a.raw, b.raw), nil
+	}
+	ca, err := s.canon(a)
+	if err != nil {
+		return false, err
+	}
+	cb, err := s.canon(b)
+	return ca == cb, err
+}
+
+func asciiFoldEqual(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x >= 'a' && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if y >= 'a' && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// simpleKey reports whether raw, unescaped, is compared byte by byte up to
+// ASCII case: no escape, no byte over 0x7f, no _ or -.
+func simpleKey(raw []byte, escaped bool) bool {
+	if escaped {
+		return false
+	}
+	for _, c := range raw {
+		if c >= utf8.RuneSelf || c == '_' || c == '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// manyKeys is how many keys an object may have before they are compared
+// through a map instead of each with each.
+const manyKeys = 16
+
 func (s *scanner) object(depth int) error {
 	s.i++ // '{'
 	mark := len(s.keys)
+	var seen map[string]bool // past manyKeys
 	defer func() { s.keys = s.keys[:mark] }()
 	s.space()
 	if s.i < len(s.data) && s.data[s.i] == '}' {
@@ -224,25 +300,46 @@ func (s *scanner) object(depth int) error {
 		if err != nil {
 			return err
 		}
-		key := string(raw)
-		if escaped {
-			if err := json.Unmarshal(s.data[s.i-len(raw)-2:s.i], &key); err != nil {
-				return s.errorf("bad key: %v", err)
+		k := key{raw: raw, simple: simpleKey(raw, escaped)}
+		dup := false
+		if seen == nil && len(s.keys)-mark < manyKeys {
+			for i := mark; i < len(s.keys) && !dup; i++ {
+				if dup, err = s.sameKey(&s.keys[i], &k); err != nil {
+					return err
+				}
 			}
-		}
-		canon := canonicalKey(key)
-		for _, k := range s.keys[mark:] {
-			if k == canon {
-				return fmt.Errorf("ambiguous JSON: an object at %s has the key %+q more than once, or with another key a decoder takes for it (same letters in another case, or with _ or -)", s.where(), key)
+		} else {
+			if seen == nil {
+				seen = make(map[string]bool, 2*manyKeys)
+				for i := mark; i < len(s.keys); i++ {
+					c, err := s.canon(&s.keys[i])
+					if err != nil {
+						return err
+					}
+					seen[c] = true
+				}
 			}
+			c, err := s.canon(&k)
+			if err != nil {
+				return err
+			}
+			dup = seen[c]
+			seen[c] = true
 		}
-		s.keys = append(s.keys, canon)
+		if dup {
+			name := string(raw)
+			if escaped {
+				_ = json.Unmarshal(s.data[s.i-len(raw)-2:s.i], &name)
+			}
+			return fmt.Errorf("ambiguous JSON: an object at %s has the key %+q more than once, or with another key a decoder takes for it (same letters in another case, or with _ or -)", s.where(), name)
+		}
+		s.keys = append(s.keys, k)
 		s.space()
 		if s.i >= len(s.data) || s.data[s.i] != ':' {
 			return s.errorf("want : after a key")
 		}
 		s.i++
-		s.path = append(s.path, step{key: key, idx: -1})
+		s.path = append(s.path, step{raw: raw, escaped: escaped, idx: -1})
 		err = s.value(depth + 1)
 		s.path = s.path[:len(s.path)-1]
 		if err != nil {
@@ -272,13 +369,18 @@ func (s *scanner) where() string {
 		if st.idx >= 0 {
 			fmt.Fprintf(&b, "[%d]", st.idx)
 		} else {
+			k := string(st.raw)
+			if st.escaped {
+				q := append(append(append([]byte(nil), '"'), st.raw...), '"')
+				_ = json.Unmarshal(q, &k)
+			}
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
-			if plainKey(st.key) {
-				b.WriteString(st.key)
+			if plainKey(k) {
+				b.WriteString(k)
 			} else {
-				b.WriteString(strconv.QuoteToASCII(st.key))
+				b.WriteString(strconv.QuoteToASCII(k))
 			}
 		}
 	}
