@@ -117,6 +117,7 @@ func TestExampleRedactSecrets(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"content":[{"type":"text","text":"OPENAI_API_KEY=` + secret + `\nAWS=AKIAIOSFODNN7EXAMPLE"}]}`: `{"content":[{"type":"text","text":"OPENAI_API_KEY=[REDACTED]\nAWS=[REDACTED]"}]}`,
 		`{"content":[{"type":"text","text":"\u0073k-live-4f9c2a7e1b3d8f6a0c5e9b2d7a1f3c8e"}]}`:           `{"content":[{"type":"text","text":"[REDACTED]"}]}`,
+		`{"content":[{"type":"text","text":"line\n` + secret + `\t` + secret + `"}]}`:                    `{"content":[{"type":"text","text":"line\n[REDACTED]\t[REDACTED]"}]}`,
 		`{"content":[{"type":"text","text":"acme_live_0123456789abcdef0123"}]}`:                          `{"content":[{"type":"text","text":"[REDACTED]"}]}`,
 		`{"content":[{"type":"text","text":"task-0123456789abcdefghijklmnop is fine"}]}`:                 `{"content":[{"type":"text","text":"task-0123456789abcdefghijklmnop is fine"}]}`,
 	} {

@@ -30,7 +30,6 @@ package main
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/snodo/snodo/abi/guest"
 )
@@ -59,6 +58,9 @@ var (
 	loaded      bool
 	patterns    []pattern
 	replacement = "[REDACTED]"
+	// replacementJSON is replacement escaped for the inside of a JSON
+	// string.
+	replacementJSON string
 )
 
 func init() {
@@ -84,6 +86,11 @@ func setup() error {
 	}
 	if c.Replacement != nil {
 		replacement = *c.Replacement
+	}
+	b, _ := json.Marshal(replacement)
+	replacementJSON = string(b[1 : len(b)-1])
+	for _, p := range patterns {
+		first[p.prefix[0]] = true
 	}
 	loaded = true
 	return nil
@@ -117,68 +124,85 @@ func redactResult(ctx guest.Context, r guest.InterceptResult) (guest.Decision, e
 }
 
 // redactJSON copies the JSON value in, with every string's secrets
-// replaced, and says how many it replaced. Strings without a backslash
-// are matched in place; others are decoded first, and written back
-// encoded when they changed.
+// replaced, and says how many it replaced. A string is matched on its raw
+// bytes: the characters of a secret never need escaping, and an escape
+// such as \n counts as the non-word character it stands for. A string
+// with a \u escape, which could spell a secret's characters, is decoded
+// first, and written back encoded when it changed.
 func redactJSON(in []byte) ([]byte, int, error) {
-	out := make([]byte, 0, len(in))
-	total := 0
-	for i := 0; i < len(in); {
-		c := in[i]
-		if c != '"' {
-			out = append(out, c)
-			i++
+	var out []byte // nil until the first change
+	total, last := 0, 0
+	for i := 0; i < len(in); i++ {
+		if in[i] != '"' {
 			continue
 		}
-		// A string: find its end, noting escapes.
-		j, esc := i+1, false
+		// A string: find its end, noting \u escapes.
+		j, uesc := i+1, false
 		for j < len(in) && in[j] != '"' {
 			if in[j] == '\\' {
-				esc = true
 				j++
+				if j < len(in) && in[j] == 'u' {
+					uesc = true
+				}
 			}
 			j++
 		}
 		if j >= len(in) {
 			return nil, 0, strconv.ErrSyntax
 		}
-		body := in[i+1 : j]
-		if !esc {
-			red, n := redact(body)
-			total += n
-			out = append(out, '"')
-			out = append(out, red...)
-			out = append(out, '"')
+		var red []byte
+		n := 0
+		if !uesc {
+			red, n = redact(in[i+1:j], true)
 		} else {
 			var s string
 			if err := json.Unmarshal(in[i:j+1], &s); err != nil {
 				return nil, 0, err
 			}
-			red, n := redact([]byte(s))
-			total += n
-			if n == 0 {
-				out = append(out, in[i:j+1]...)
-			} else {
-				b, _ := json.Marshal(string(red))
-				out = append(out, b...)
+			var dec []byte
+			if dec, n = redact([]byte(s), false); n > 0 {
+				b, _ := json.Marshal(string(dec))
+				red = b[1 : len(b)-1]
 			}
 		}
-		i = j + 1
+		if n > 0 {
+			out = append(out, in[last:i+1]...)
+			out = append(out, red...)
+			last, total = j, total+n
+		}
+		i = j
 	}
-	return out, total, nil
+	if total == 0 {
+		return in, 0, nil
+	}
+	return append(out, in[last:]...), total, nil
 }
 
 func word(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
-// redact replaces the secrets in s; it returns s itself when there are
-// none.
-func redact(s []byte) ([]byte, int) {
+// first marks the bytes a pattern starts with.
+var first [256]bool
+
+// redact replaces the secrets in s, the raw bytes of a JSON string when
+// raw (escapes other than \u in it), decoded text otherwise; the
+// replacement is written JSON-escaped when raw. It returns s itself when
+// there are none.
+func redact(s []byte, raw bool) ([]byte, int) {
 	var out []byte
 	n, last := 0, 0
+	rep := replacement
+	if raw {
+		rep = replacementJSON
+	}
 	for i := 0; i < len(s); i++ {
-		if i > 0 && word(s[i-1]) {
+		c := s[i]
+		if raw && c == '\\' {
+			i++ // an escape: a non-word character, and the next byte is its letter
+			continue
+		}
+		if !first[c] || (i > 0 && word(s[i-1]) && !(raw && i > 1 && s[i-2] == '\\')) {
 			continue
 		}
 		for _, p := range patterns {
@@ -193,7 +217,7 @@ func redact(s []byte) ([]byte, int) {
 				continue
 			}
 			out = append(out, s[last:i]...)
-			out = append(out, replacement...)
+			out = append(out, rep...)
 			last, n = end, n+1
 			i = end - 1
 			break
@@ -202,9 +226,5 @@ func redact(s []byte) ([]byte, int) {
 	if n == 0 {
 		return s, 0
 	}
-	out = append(out, s[last:]...)
-	if !utf8.Valid(out) {
-		out = []byte(string([]rune(string(out))))
-	}
-	return out, n
+	return append(out, s[last:]...), n
 }
