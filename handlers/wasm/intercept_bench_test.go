@@ -44,7 +44,9 @@ func benchChain(b *testing.B, c *intercept.Chain, result json.RawMessage) {
 // (examples/handlers/wat/intercept-noop) with the deadline mechanism and
 // trusted.
 func BenchmarkIntercept(b *testing.B) {
-	noop := func(context.Context, *intercept.Request) (intercept.Decision, error) { return intercept.Decision{}, nil }
+	noop := func(context.Context, *intercept.Request) (intercept.Decision, error) {
+		return intercept.Decision{}, nil
+	}
 	b.Run("none", func(b *testing.B) { benchChain(b, nil, benchToolResult) })
 	b.Run("native-go-noop", func(b *testing.B) {
 		benchChain(b, intercept.NewChain(intercept.Funcs{OnRequest: noop,
