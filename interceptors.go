@@ -28,9 +28,9 @@ import (
 // take for one another are refused (intercept.CheckUnambiguous).
 //
 // The connection's handshake (initialize, and server/discover while
-// connecting) is not intercepted; nor are notifications. Results served
-// from the client's cache (2026-07-28) were intercepted when they were
-// fetched. A nil i is ignored.
+// connecting) is not intercepted; nor are notifications. The 2026-07-28
+// result cache serves no result of an intercepted method: every call of
+// it passes the interceptors. A nil i is ignored.
 func WithInterceptor(i intercept.Interceptor) Option {
 	return func(c *config) {
 		if i != nil {

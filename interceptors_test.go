@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/snodo/snodo"
@@ -243,4 +244,28 @@ func TestInterceptorAmbiguousOrFailingNeverReachesTheServer(t *testing.T) {
 			t.Fatalf("%d refused tools/call reached the server", n)
 		}
 	})
+}
+
+// With an interceptor of a method, the 2026-07-28 result cache serves no
+// result of it: every call passes the interceptors, which may decide
+// differently each time (another caller, another policy).
+func TestInterceptorBypassesTheResultCache(t *testing.T) {
+	var seen atomic.Int64
+	deny := false
+	i := intercept.RequestFunc(func(context.Context, *intercept.Request) (intercept.Decision, error) {
+		seen.Add(1)
+		if deny {
+			return intercept.Decision{Action: intercept.Deny}, nil
+		}
+		return intercept.Decision{}, nil
+	})
+	c, _, _, served, _ := cacheClient(t, false, `"ttlMs":60000,"cacheScope":"public"`, snodo.WithInterceptor(i))
+	firstTool(t, c, "")
+	deny = true
+	if _, err := c.ListTools(context.Background(), ""); !errors.Is(err, intercept.ErrDenied) {
+		t.Fatalf("a cached result was served past the interceptor: %v", err)
+	}
+	if seen.Load() != 2 || served.Load() != 1 {
+		t.Fatalf("interceptor saw %d requests, server %d; want 2 and 1", seen.Load(), served.Load())
+	}
 }
