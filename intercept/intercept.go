@@ -27,9 +27,10 @@ import (
 // the request was not sent, or the server's answer was withheld.
 const CodeDenied = -32030
 
-// ErrDenied matches every denial's *jsonrpc.Error (code CodeDenied) with
-// errors.Is.
-var ErrDenied = &jsonrpc.Error{Code: CodeDenied}
+// ErrDenied matches, with errors.Is, every denial's *jsonrpc.Error: kind
+// handler, code CodeDenied (a server's own -32030 is of kind server, and
+// does not match).
+var ErrDenied = &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: CodeDenied}
 
 // ErrFailed matches, with errors.Is, the error of a call whose interceptor
 // failed (fail closed). The error's Cause chain holds the interceptor's

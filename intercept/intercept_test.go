@@ -128,6 +128,9 @@ func TestChainDeny(t *testing.T) {
 	if later {
 		t.Fatal("the chain went on after a denial")
 	}
+	if errors.Is(&jsonrpc.Error{Kind: jsonrpc.KindServer, Code: CodeDenied}, ErrDenied) {
+		t.Fatal("a server's own -32030 passes for a denial")
+	}
 	_, err = NewChain(ResultFunc(func(context.Context, *Result) (Decision, error) { return Decision{Action: Deny}, nil })).
 		Result(context.Background(), &Result{Request: Request{Method: "tools/call"}, Result: json.RawMessage(`{}`)})
 	if !errors.As(err, &je) || je.Code != CodeDenied || !strings.Contains(je.Message, `interceptor "#1"`) || !strings.Contains(je.Message, "withheld") {

@@ -263,3 +263,12 @@ func TestHandlersCheckShowsInterceptors(t *testing.T) {
 		t.Errorf("%s", r.stdout)
 	}
 }
+
+// A module that intercepts nothing is refused as an interceptor, saying so.
+func TestInterceptorThatInterceptsNothingIsRefused(t *testing.T) {
+	r := cli(t, "--interceptor", stopAfterWasm, "tools", "list", "--", demo)
+	e := exits(t, r, exitHandler, "")
+	if !strings.Contains(e.Message, `the module intercepts nothing (its manifest lacks "intercept", which needs "abi": 2)`) {
+		t.Fatalf("%+v", e)
+	}
+}
