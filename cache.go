@@ -217,7 +217,10 @@ func (c *Client) cachedCall(ctx context.Context, method, arg string, v any, out 
 	}
 	cc := c.callConfig(opts)
 	k := cacheKey{method, arg}
-	if !cc.noCache {
+	if !cc.noCache && !c.chain.Intercepts(method, false) && !c.chain.Intercepts(method, true) {
+		// An intercepted method is never served from the cache: each
+		// call passes the interceptors, which may decide otherwise
+		// this time (interceptors.go).
 		if raw, received, ok := rc.get(k, rc.now()); ok {
 			// unmarshal copies what it decodes (raw members included):
 			// the caller's result shares nothing with the cache.

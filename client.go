@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/transport"
@@ -60,6 +61,8 @@ type Client struct {
 
 	// ka is the Keepalive pinger (keepalive.go).
 	ka keepalive
+	// chain is the client's interceptors (interceptors.go), or nil.
+	chain *intercept.Chain
 
 	closeOnce sync.Once
 	closeErr  error
@@ -97,6 +100,9 @@ func Connect(ctx context.Context, t transport.Transport, opts *Options) (*Client
 		return nil, cfg.err
 	}
 	c := &Client{t: t, cfg: cfg, gate: admit.New(cfg.maxServerRequests), cache: newResultCache(cfg.cache)}
+	if len(cfg.interceptors) > 0 {
+		c.chain = intercept.NewChain(cfg.interceptors...)
+	}
 	c.life, c.endLife = context.WithCancelCause(context.Background())
 	c.subs.init()
 	if in, ok := t.(transport.Inbound); ok {
@@ -199,7 +205,7 @@ func (c *Client) discoverEra(ctx context.Context, fallback bool) error {
 	version := preferred
 	for attempt := 0; ; attempt++ {
 		c.dialect = newModernDialect(version, c.cfg.clientInfo, c.cfg.clientCapabilities(version))
-		raw, err := c.call(ctx, "server/discover", nil, &callConfig{timeout: timeout})
+		raw, err := c.call(ctx, "server/discover", nil, &callConfig{timeout: timeout, handshake: true})
 		if err == nil {
 			res, err := decodeDiscover(raw)
 			if fallback && (err != nil || len(res.SupportedVersions) == 0) {
@@ -319,7 +325,7 @@ func (c *Client) initialize(ctx context.Context, offer string) error {
 		return err
 	}
 	var sessionID string
-	cc := &callConfig{onResponseHeaders: func(hs []transport.Header) {
+	cc := &callConfig{handshake: true, onResponseHeaders: func(hs []transport.Header) {
 		for _, h := range hs {
 			if h.Name == "mcp-session-id" {
 				sessionID = h.Value
@@ -509,6 +515,15 @@ func (c *Client) callOwn(ctx context.Context, method string, params []byte, cc *
 }
 
 func (c *Client) callParams(ctx context.Context, method string, params []byte, own bool, cc *callConfig) (json.RawMessage, error) {
+	if c.chain.Len() > 0 && !cc.handshake {
+		return c.callIntercepted(ctx, method, params, own, cc)
+	}
+	return c.send(ctx, method, params, own, cc)
+}
+
+// send sends method with params, as callParams does, without the
+// interceptors.
+func (c *Client) send(ctx context.Context, method string, params []byte, own bool, cc *callConfig) (json.RawMessage, error) {
 	var (
 		inputResponses []byte          // this round's answers, or nil
 		requestState   json.RawMessage // the server's state, verbatim, or nil
@@ -613,7 +628,8 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 			}
 		}
 		if resp.Error != nil {
-			return nil, c.serverError(method, resp.Error)
+			cc.answer = c.serverError(method, resp.Error)
+			return nil, cc.answer
 		}
 		if !d.inputRounds() || acceptsTask(cc, resp.Result) {
 			return resp.Result, nil

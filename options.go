@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/transport"
 )
@@ -168,6 +169,31 @@ type Options struct {
 	// a JSON object, make Connect fail with an error saying which.
 	Extensions map[string]json.RawMessage
 
+	// Interceptors see every request the client sends the server, in
+	// both eras — the typed calls, Request, each round of a multi
+	// round-trip request, task polling — and the server's answer to it
+	// (package intercept). Requests go through them in the order given,
+	// each seeing the previous one's rewrite; results go through them in
+	// the reverse order. Each call of an interceptor runs under its own
+	// deadline (its Timeout, such as a Wasm module's, or
+	// intercept.DefaultTimeout).
+	//
+	// A request an interceptor denies is not sent: the call fails with an
+	// *Error of code intercept.CodeDenied (-32030), which errors.Is
+	// matches with intercept.ErrDenied. An answer an interceptor denies is
+	// withheld the same way. An interceptor that fails — returns an error,
+	// overruns its deadline, answers an invalid decision — fails the call
+	// (-32603, matching intercept.ErrFailed): nothing is sent, or the
+	// answer is withheld. With interceptors, params and results whose
+	// objects have keys a decoder could take for one another are refused
+	// (intercept.CheckUnambiguous).
+	//
+	// The connection's handshake (initialize, and server/discover while
+	// connecting) is not intercepted; nor are notifications. The
+	// 2026-07-28 result cache serves no result of an intercepted method:
+	// every call of it passes the interceptors. nil entries are ignored.
+	Interceptors []intercept.Interceptor
+
 	// Logger receives the client's notes on what it does on its own, at
 	// debug level, such as starting a new HTTP session after the server
 	// ended the last one. nil discards them.
@@ -211,6 +237,7 @@ type config struct {
 	keepaliveTimeout time.Duration              // wait for a ping's answer; 0: keepalive
 	extensions       map[string]json.RawMessage // Options.Extensions, checked and compacted
 	err              error                      // the first invalid option
+	interceptors     []intercept.Interceptor    // Options.Interceptors, nil ones left out
 }
 
 // newConfig copies o (nil: every default) into the client's own config:
@@ -271,6 +298,11 @@ func newConfig(o *Options) *config {
 		c.cache.maxBytes = o.ResultCacheMaxBytes
 	}
 	c.extensions, c.err = checkExtensions(o.Extensions)
+	for _, i := range o.Interceptors {
+		if i != nil {
+			c.interceptors = append(c.interceptors, i)
+		}
+	}
 	return c
 }
 
@@ -308,6 +340,11 @@ type callConfig struct {
 	traceMeta []byte        // the trace members of _meta, or nil
 	noCache   bool          // WithoutCache
 	rounds    int           // input rounds the call took, set by call
+
+	// handshake marks the connection's handshake, which the interceptors
+	// do not see; answer is the server's error answer, set by send.
+	handshake bool
+	answer    *Error
 }
 
 // WithTimeout sets how long the call waits for each response (default: the

@@ -9,8 +9,13 @@ package abi
 
 import "strconv"
 
-// Version is the ABI version this package describes; a manifest's "abi".
-const Version = 1
+// Version is the newest ABI version this package describes; a manifest's
+// "abi" may be any version from 1 to Version. Version 2 adds interceptors
+// (ABI.md section 8); a version-1 module keeps working unchanged.
+const Version = 2
+
+// VersionInterceptors is the first ABI version with interceptors.
+const VersionInterceptors = 2
 
 // Names of the guest's exports (ABI.md section 1).
 const (
@@ -22,6 +27,10 @@ const (
 	ExportHandle     = "snodo_handle"
 	ExportProgress   = "snodo_progress"
 	ExportEvent      = "snodo_event"
+	// ExportInterceptRequest and ExportInterceptResult are the interceptor
+	// entry points of ABI version 2 (ABI.md section 8).
+	ExportInterceptRequest = "snodo_intercept_request"
+	ExportInterceptResult  = "snodo_intercept_result"
 )
 
 // Host imports (ABI.md section 4): module HostModule, functions below.
@@ -51,6 +60,10 @@ const (
 	// StatusStop: consumers only; cancel the request (progress) or end the
 	// subscription (events).
 	StatusStop Status = 2
+	// StatusReplace: interceptors only (ABI version 2); the output replaces
+	// the request's params (snodo_intercept_request) or the result or
+	// error the server answered (snodo_intercept_result).
+	StatusReplace Status = 3
 )
 
 // String returns the status's ABI name.
@@ -62,6 +75,8 @@ func (s Status) String() string {
 		return "ERROR"
 	case StatusStop:
 		return "STOP"
+	case StatusReplace:
+		return "REPLACE"
 	}
 	return "invalid status " + strconv.FormatUint(uint64(s), 10)
 }

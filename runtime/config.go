@@ -9,6 +9,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/admit"
 	"github.com/snodo/snodo/transport/stdio"
 )
@@ -67,6 +68,20 @@ type Config struct {
 	// subscription (Runner.Listen); nil means none. It can end the
 	// subscription.
 	Subscriber *ModuleConfig
+
+	// Interceptors are Wasm modules (ABI version 2) that check, rewrite or
+	// deny every request the client sends the server, and check, replace
+	// or deny the answers (snodo.Options.Interceptors): requests go through
+	// them in this order, results in the reverse order. A denial fails
+	// the call with -32030; a module that fails fails the call (-32603),
+	// and nothing is sent or the answer is withheld.
+	Interceptors []ModuleConfig
+
+	// OnIntercept, when set, receives each decision of an interceptor
+	// other than letting things through — deny, rewrite, replace — and
+	// each failure of one, such as for an audit log. It is called in the
+	// goroutine of the call.
+	OnIntercept func(intercept.Event)
 
 	// MaxServerRequests is the one concurrency limit shared by the requests
 	// a legacy server sends and the input requests of a 2026-07-28 server:

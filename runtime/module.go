@@ -18,10 +18,11 @@ import (
 
 // ModuleReport is what CheckModule finds in a module that follows the ABI.
 type ModuleReport struct {
-	Name     string       `json:"name"`
-	Path     string       `json:"path"`
-	Size     int          `json:"size"`
-	SHA256   string       `json:"sha256"`
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+	// ABI is the version the module's manifest declares.
 	ABI      int          `json:"abi"`
 	Manifest abi.Manifest `json:"manifest"`
 	// Imports are the functions the module imports, as
@@ -54,7 +55,7 @@ func CheckModule(ctx context.Context, mc ModuleConfig, cacheDir string) (*Module
 	bin := mc.Wasm
 	sum := sha256.Sum256(bin)
 	rep := &ModuleReport{Name: m.Name(), Path: mc.Path, Size: len(bin), SHA256: hex.EncodeToString(sum[:]),
-		ABI: abi.Version, Manifest: m.Manifest()}
+		ABI: m.Manifest().ABI, Manifest: m.Manifest()}
 
 	// The definitions come from the code Load compiled: compiling the
 	// module a second time (even with the interpreter) cost as much memory

@@ -17,6 +17,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/clienthook"
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
@@ -38,6 +39,8 @@ type Runner struct {
 	handlers   map[string]*wasm.Module // by method
 	progress   *wasm.Module
 	subscriber *wasm.Module
+	// interceptors are the Interceptors modules, in order.
+	interceptors []*wasm.Module
 
 	stderr     *tail
 	stderrDone chan struct{}
@@ -145,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 
 // loadModules loads every module of the configuration in one Wasm host.
 func (r *Runner) loadModules(ctx context.Context) error {
-	if len(r.cfg.Handlers) == 0 && r.cfg.Progress == nil && r.cfg.Subscriber == nil {
+	if len(r.cfg.Handlers) == 0 && r.cfg.Progress == nil && r.cfg.Subscriber == nil && len(r.cfg.Interceptors) == 0 {
 		return nil
 	}
 	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: r.cfg.CacheDir, Logger: r.log, CompileIn: r.cfg.CompileIn})
@@ -207,6 +210,16 @@ func (r *Runner) loadModules(ctx context.Context) error {
 			return &LoadError{Module: m.Name(), Path: r.cfg.Subscriber.Path, Err: errors.New(`the module does not consume subscription events (its manifest lacks "events": true)`)}
 		}
 		r.subscriber = m
+	}
+	for _, mc := range r.cfg.Interceptors {
+		m, err := load(mc)
+		if err != nil {
+			return err
+		}
+		if m.Manifest().Intercept == nil {
+			return &LoadError{Module: m.Name(), Path: mc.Path, Err: errors.New(`the module intercepts nothing (its manifest lacks "intercept", which needs "abi": 2)`)}
+		}
+		r.interceptors = append(r.interceptors, m)
 	}
 	return nil
 }
@@ -343,6 +356,17 @@ func (r *Runner) connect(ctx context.Context) error {
 			return stop, err
 		})
 	}
+	// The interceptor modules first, in the order given, then the
+	// caller's own.
+	opts.Interceptors = nil
+	for _, m := range r.interceptors {
+		var i intercept.Interceptor = m
+		if r.cfg.OnIntercept != nil {
+			i = intercept.Observe(m, r.cfg.OnIntercept)
+		}
+		opts.Interceptors = append(opts.Interceptors, i)
+	}
+	opts.Interceptors = append(opts.Interceptors, r.cfg.ClientOptions.Interceptors...)
 	// HTTP+SSE carries the legacy era only: no server/discover probe.
 	sseOpts := opts
 	if sseOpts.Era == snodo.EraAuto && sseOpts.ProtocolVersion == "" {

@@ -231,8 +231,13 @@ func Config(v any) error {
 
 // manifest returns the module's manifest: what has been registered.
 func manifest() []byte {
-	m := abi.Manifest{ABI: abi.Version, Name: name, Progress: progress != nil, Events: events != nil,
+	m := abi.Manifest{ABI: 1, Name: name, Progress: progress != nil, Events: events != nil,
 		SamplingTools: samplingTools && handlerFor(abi.MethodSamplingCreate) != nil}
+	if ic := interceptManifest(); ic != nil {
+		// Interceptors need version 2; without them the module stays a
+		// version-1 module, which hosts that know only version 1 load.
+		m.ABI, m.Intercept = abi.VersionInterceptors, ic
+	}
 	for _, method := range abi.KnownMethods {
 		if handlerFor(method) != nil {
 			m.Methods = append(m.Methods, method)
@@ -260,6 +265,11 @@ var callMu sync.Mutex
 // microseconds.
 func dispatch(export string, input, out []byte) (abi.Status, []byte) {
 	out = out[:0]
+	if export == abi.ExportInterceptRequest || export == abi.ExportInterceptResult {
+		// Interceptors keep nothing of the input past the call but what
+		// they copy: json.Unmarshal copies the raw values.
+		return intercept(export, input, out)
+	}
 	d := &dec
 	*d = decoder{scratch: d.scratch[:0]}
 	if len(input) <= arenaInput {
@@ -343,7 +353,8 @@ func errorOutput(out []byte, err error) (abi.Status, []byte) {
 }
 
 // Call runs the module's registered handler for an ABI entry point
-// (abi.ExportHandle, abi.ExportProgress or abi.ExportEvent) on an input
+// (abi.ExportHandle, abi.ExportProgress, abi.ExportEvent,
+// abi.ExportInterceptRequest or abi.ExportInterceptResult) on an input
 // envelope, as the host would, and returns the status and output. It lets
 // handler logic be tested natively with go test; configuration is the one
 // given to SetTestConfig.

@@ -11,6 +11,7 @@ import (
 func reset() {
 	handlers = nil
 	progress, events, name, samplingTools = nil, nil, "", false
+	onRequest, onResult, interceptMethods = nil, nil, nil
 	SetTestConfig([]byte("null"))
 }
 

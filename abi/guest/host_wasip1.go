@@ -122,3 +122,9 @@ func snodoProgress(_, n uint32) uint32 { return run(abi.ExportProgress, n) }
 
 //go:wasmexport snodo_event
 func snodoEvent(_, n uint32) uint32 { return run(abi.ExportEvent, n) }
+
+//go:wasmexport snodo_intercept_request
+func snodoInterceptRequest(_, n uint32) uint32 { return run(abi.ExportInterceptRequest, n) }
+
+//go:wasmexport snodo_intercept_result
+func snodoInterceptResult(_, n uint32) uint32 { return run(abi.ExportInterceptResult, n) }

@@ -742,7 +742,7 @@ func TestHelpHasAnExampleForEveryCommand(t *testing.T) {
 	r = ok(t, cli(t, "tools", "call", "--help"))
 	contains(t, "tools call help", r.stdout, "Examples:", "snodo-run tools call echo --arg text=hello")
 	contains(t, "completion", ok(t, cli(t, "completion", "bash")).stdout, "bash completion")
-	contains(t, "version", ok(t, cli(t, "version")).stdout, `"handlerABI":1`)
+	contains(t, "version", ok(t, cli(t, "version")).stdout, `"handlerABI":2`)
 }
 
 // handlers check passes every example module, in each language, as

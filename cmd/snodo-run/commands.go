@@ -12,6 +12,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
 )
@@ -29,6 +30,9 @@ func (a *app) withRunner(fn func(ctx context.Context, rt *runtime.Runner) error)
 		return err
 	}
 	defer release()
+	if cfg.OnIntercept == nil && len(cfg.Interceptors) > 0 {
+		cfg.OnIntercept = a.logIntercept
+	}
 	rt, err := runtime.Start(a.ctx, cfg)
 	if err != nil {
 		return a.startError(err)
@@ -47,6 +51,21 @@ func (a *app) withRunner(fn func(ctx context.Context, rt *runtime.Runner) error)
 	defer cancel()
 	_ = rt.Close(closeCtx)
 	return err
+}
+
+// logIntercept logs an interceptor's decision (--verbose shows it).
+func (a *app) logIntercept(e intercept.Event) {
+	phase := "request"
+	if e.Results {
+		phase = "result"
+	}
+	args := []any{"module", e.Interceptor, "method", e.Method, "phase", phase, "decision", e.Action.String()}
+	if e.Err != nil {
+		args = append(args[:len(args)-1], "failed", "error", e.Err.Error())
+	} else if e.Message != "" {
+		args = append(args, "reason", e.Message)
+	}
+	a.logger.Info("interceptor", args...)
 }
 
 // startError classifies a failure of runtime.Start.

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/jsonrpc"
 )
@@ -27,8 +28,9 @@ const (
 const exitCodesHelp = `Exit codes:
   0  success
   1  the server answered with an error, or a tool result with isError
-  2  usage or configuration error (also a tool refused by the guard, or
-     input asked for that no handler is configured to give)
+  2  usage or configuration error (also a tool refused by the guard, a
+     request or answer an --interceptor denied (-32030), or input asked
+     for that no handler is configured to give)
   3  connection or transport failure (server not found, exited, closed)
   4  timeout
   5  handler failure (a Wasm module missing, invalid, or failing)
@@ -87,6 +89,10 @@ func exitCode(err error) int {
 	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
+		if je.Code == intercept.CodeDenied && je.Kind == jsonrpc.KindHandler {
+			// A policy's refusal, as the guard's.
+			return exitUsage
+		}
 		switch je.Kind {
 		case jsonrpc.KindServer:
 			return exitServer

@@ -33,6 +33,8 @@ var (
 	elicitWasm   string // examples/handlers/go/elicit-policy
 	samplingWasm string // examples/handlers/go/sampling-echo
 	testkitWasm  string // testdata/testkit: roots from config, progress consumer
+	confineWasm  string // examples/handlers/go/confine-paths
+	redactWasm   string // examples/handlers/go/redact-secrets
 )
 
 // Modules committed beside their WAT source.
@@ -89,6 +91,8 @@ func buildAll(dir string) error {
 	elicitWasm = filepath.Join(dir, "elicit-policy.wasm")
 	samplingWasm = filepath.Join(dir, "sampling-echo.wasm")
 	testkitWasm = filepath.Join(dir, "testkit.wasm")
+	confineWasm = filepath.Join(dir, "confine-paths.wasm")
+	redactWasm = filepath.Join(dir, "redact-secrets.wasm")
 	builds := []struct {
 		out, pkg string
 		wasm     bool
@@ -99,6 +103,8 @@ func buildAll(dir string) error {
 		{elicitWasm, "../../examples/handlers/go/elicit-policy", true},
 		{samplingWasm, "../../examples/handlers/go/sampling-echo", true},
 		{testkitWasm, "./testdata/testkit", true},
+		{confineWasm, "../../examples/handlers/go/confine-paths", true},
+		{redactWasm, "../../examples/handlers/go/redact-secrets", true},
 	}
 	for _, b := range builds {
 		args := []string{"build", "-o", b.out}

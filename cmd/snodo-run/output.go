@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/internal/safetext"
 	"github.com/snodo/snodo/runtime"
@@ -228,6 +229,18 @@ func renderModuleReport(w io.Writer, v *runtime.ModuleReport) {
 	}
 	if v.Manifest.Events {
 		fmt.Fprintln(w, "consumes subscription events")
+	}
+	if ic := v.Manifest.Intercept; ic != nil {
+		methods := "every method"
+		if ic.Methods != nil {
+			methods = strings.Join(ic.Methods, ", ")
+		}
+		if ic.Requests {
+			fmt.Fprintf(w, "intercepts requests (%s): %s\n", abi.ExportInterceptRequest, methods)
+		}
+		if ic.Results {
+			fmt.Fprintf(w, "intercepts results (%s): %s\n", abi.ExportInterceptResult, methods)
+		}
 	}
 	fmt.Fprintln(w, "imports:")
 	for _, s := range v.Imports {

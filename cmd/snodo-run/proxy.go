@@ -42,7 +42,12 @@ The guard applies: a tools/call of a tool --allow-tool/--deny-tool refuse
 is answered with a JSON-RPC error (-32602), and such tools are left out of
 tools/list. --audit FILE appends one JSON line per request, including
 the server requests a --handler module answers: time, direction, method,
-tool, module, decision (allow or deny), durationMs, errorCode.
+tool, module, decision (allow or deny), durationMs, errorCode; and each
+decision of an --interceptor module other than letting things through:
+direction "interceptor", phase (request or result), module, method,
+decision (deny, rewrite, replace, or fail when the module failed and the
+call failed closed) and reason. Interceptors see the host's requests as the
+proxy sends them on, with the host's name for itself as the caller.
 
 Extensions the proxy does not know pass through both ways: the client
 extensions the host declares in its first message (initialize's
@@ -126,6 +131,7 @@ func (a *app) proxyCmd() *cobra.Command {
 				slices.Sort(names)
 				a.logger.Debug("host extensions passed to the server", "extensions", names)
 			}
+			s.runner.OnIntercept = p.AuditIntercept
 			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
 				srv := rt.Client().Server()
 				a.logger.Debug("proxy serving", "era", srv.Era, "version", srv.ProtocolVersion, "forwarded", forwardedMethods(native, p))

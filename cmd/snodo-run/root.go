@@ -152,6 +152,7 @@ func (a *app) newRoot() *cobra.Command {
 	f.StringArray("header", nil, "`'Name: value'` HTTP header sent to the --url server with every request (such as Authorization); repeatable")
 	f.StringArray("handler", nil, "`[METHOD=]FILE.wasm` answers METHOD (comma-separated list; default: what the module declares); repeatable")
 	f.StringArray("handler-config", nil, "`[MODULE=]JSON|@FILE` configuration of the handler modules (MODULE: a module's file name without .wasm); repeatable")
+	f.StringArray("interceptor", nil, "`FILE.wasm` checks, rewrites or denies each request sent to the server and checks, replaces or denies its answer (Wasm ABI version 2); requests pass them in the order given, answers in reverse; configured like --handler (--handler-config, modules.NAME); repeatable")
 	f.String("progress", "", "`FILE.wasm` consumes progress notifications (takes precedence over the progress display)")
 	f.String("subscriber", "", "`FILE.wasm` consumes the events of listen")
 	f.Int("max-server-requests", runtime.DefaultMaxServerRequests, "most handler calls at once (legacy server requests and input requests together)")
@@ -181,7 +182,7 @@ func (a *app) newRoot() *cobra.Command {
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "pretty", "text"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("url-elicitation", cobra.FixedCompletions([]string{urlElicitAuto, urlElicitOn, urlElicitOff}, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("protocol", cobra.FixedCompletions([]string{"auto", "legacy", "modern", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, cobra.ShellCompDirectiveNoFileComp))
-	for _, name := range []string{"handler", "progress", "subscriber"} {
+	for _, name := range []string{"handler", "progress", "subscriber", "interceptor"} {
 		_ = root.MarkPersistentFlagFilename(name, "wasm")
 	}
 	_ = root.MarkPersistentFlagFilename("config", "yaml", "yml", "toml", "json")

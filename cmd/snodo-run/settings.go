@@ -38,6 +38,7 @@ const (
 	keyHeader            = "header"
 	keyHandler           = "handler"
 	keyHandlerConfig     = "handler_config"
+	keyInterceptors      = "interceptors"
 	keyProgress          = "progress"
 	keySubscriber        = "subscriber"
 	keyMaxServerRequests = "max_server_requests"
@@ -187,7 +188,7 @@ func newViper(flags *pflag.FlagSet) (*viper.Viper, error) {
 	}
 	v.SetDefault(keyURLElicitation, urlElicitAuto)
 	for key, flag := range map[string]string{
-		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config",
+		keyServerName: "server", keyHandler: "handler", keyHandlerConfig: "handler-config", keyInterceptors: "interceptor",
 		keyProgress: "progress", keySubscriber: "subscriber", keyMaxServerRequests: "max-server-requests",
 		keyMaxLineBytes: "max-line-bytes", keyTimeout: "timeout", keyConnectTimeout: "connect-timeout", keyAuthTimeout: "auth-timeout", keyTaskTimeout: "task-timeout", keyKeepalive: "keepalive", keyProtocol: "protocol", keyEnv: "env",
 		keyCd: "cd", keyOutput: "output", keyVerbose: "verbose", keyServerStderr: "server-stderr",
@@ -608,9 +609,9 @@ func envVars(m map[string]*string) []runtime.EnvVar {
 	return out
 }
 
-// resolveModules builds the handler, progress and subscriber modules from
-// handler ([METHOD=]FILE…), progress, subscriber, handler_config and the
-// config file's modules map. A module the config file marks trusted is an
+// resolveModules builds the handler, progress, subscriber and interceptor
+// modules from handler ([METHOD=]FILE…), progress, subscriber,
+// interceptors, handler_config and the config file's modules map. A module the config file marks trusted is an
 // error unless allowTrusted (--allow-trusted).
 func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config, allowTrusted bool) error {
 	configs := map[string]json.RawMessage{} // by module name; "" for all
@@ -691,6 +692,16 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config, allowTrus
 			return err
 		}
 		rc.Subscriber = &mc
+	}
+	for _, p := range v.GetStringSlice(keyInterceptors) {
+		if p == "" {
+			return usageErr("--interceptor wants FILE.wasm, not an empty name")
+		}
+		mc, _, err := module(p)
+		if err != nil {
+			return err
+		}
+		rc.Interceptors = append(rc.Interceptors, mc)
 	}
 	return nil
 }

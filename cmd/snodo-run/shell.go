@@ -142,6 +142,9 @@ func (a *app) runShell(historyFile string) (err error) {
 		return err
 	}
 	defer release()
+	if cfg.OnIntercept == nil && len(cfg.Interceptors) > 0 {
+		cfg.OnIntercept = a.logIntercept
+	}
 	rt, err := runtime.Start(a.ctx, cfg)
 	if err != nil {
 		return a.startError(err)

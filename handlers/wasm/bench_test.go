@@ -151,7 +151,7 @@ func BenchmarkInstance(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, f, _ := inst.run(ctx, entryHandle, "elicitation/create", benchParams); f != nil {
+				if _, f, _ := inst.run(ctx, entryHandle, "elicitation/create", benchParams, nil); f != nil {
 					b.Fatal(f)
 				}
 				inst.close(ctx)

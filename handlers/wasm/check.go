@@ -82,6 +82,8 @@ func checkCompiled(cm wazero.CompiledModule, instrumented bool) error {
 		{abi.ExportHandle, sigEntry, false},
 		{abi.ExportProgress, sigEntry, false},
 		{abi.ExportEvent, sigEntry, false},
+		{abi.ExportInterceptRequest, sigEntry, false},
+		{abi.ExportInterceptResult, sigEntry, false},
 	}
 	for _, w := range want {
 		d, ok := exports[w.name]
@@ -92,12 +94,9 @@ func checkCompiled(cm wazero.CompiledModule, instrumented bool) error {
 			problems = append(problems, fmt.Sprintf("export %q has type %s, want %s", w.name, sigOf(d), w.sig))
 		}
 	}
-	if _, h := exports[abi.ExportHandle]; !h {
-		_, p := exports[abi.ExportProgress]
-		_, e := exports[abi.ExportEvent]
-		if !p && !e {
-			problems = append(problems, fmt.Sprintf("exports none of %q, %q, %q: the module can answer nothing", abi.ExportHandle, abi.ExportProgress, abi.ExportEvent))
-		}
+	entries := []string{abi.ExportHandle, abi.ExportProgress, abi.ExportEvent, abi.ExportInterceptRequest, abi.ExportInterceptResult}
+	if !slices.ContainsFunc(entries, func(name string) bool { _, ok := exports[name]; return ok }) {
+		problems = append(problems, fmt.Sprintf("exports none of %q, %q, %q, %q, %q: the module can answer nothing", abi.ExportHandle, abi.ExportProgress, abi.ExportEvent, abi.ExportInterceptRequest, abi.ExportInterceptResult))
 	}
 
 	yields := false
@@ -147,6 +146,10 @@ func checkManifest(m abi.Manifest, cm wazero.CompiledModule) error {
 	}
 	need(m.Progress, abi.ExportProgress, `says "progress": true`)
 	need(m.Events, abi.ExportEvent, `says "events": true`)
+	if ic := m.Intercept; ic != nil {
+		need(ic.Requests, abi.ExportInterceptRequest, `says "intercept": {"requests": true}`)
+		need(ic.Results, abi.ExportInterceptResult, `says "intercept": {"results": true}`)
+	}
 	if len(problems) == 0 {
 		return nil
 	}

@@ -26,6 +26,7 @@ type instance struct {
 	// Exported functions, looked up once: ExportedFunction costs
 	// microseconds and allocates.
 	describeFn, alloc, handle, progress, event api.Function
+	interceptRequest, interceptResult          api.Function
 
 	stack [2]uint64
 	input []byte
@@ -131,9 +132,14 @@ const (
 	entryHandle entry = iota
 	entryProgress
 	entryEvent
+	entryInterceptRequest
+	entryInterceptResult
 )
 
-var entryNames = [...]string{abi.ExportHandle, abi.ExportProgress, abi.ExportEvent}
+var entryNames = [...]string{abi.ExportHandle, abi.ExportProgress, abi.ExportEvent, abi.ExportInterceptRequest, abi.ExportInterceptResult}
+
+// intercepts reports whether e is an interceptor's entry point.
+func (e entry) intercepts() bool { return e == entryInterceptRequest || e == entryInterceptResult }
 
 // callFailure is why a call, or an instance's creation, failed.
 type callFailure struct {
@@ -194,6 +200,8 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	inst.handle = mod.ExportedFunction(abi.ExportHandle)
 	inst.progress = mod.ExportedFunction(abi.ExportProgress)
 	inst.event = mod.ExportedFunction(abi.ExportEvent)
+	inst.interceptRequest = mod.ExportedFunction(abi.ExportInterceptRequest)
+	inst.interceptResult = mod.ExportedFunction(abi.ExportInterceptResult)
 	return inst, nil
 }
 
@@ -311,6 +319,11 @@ type callResult struct {
 
 // call runs one call on a pooled instance.
 func (m *Module) call(ctx context.Context, e entry, method string, params []byte) (callResult, error) {
+	return m.callWith(ctx, e, method, params, nil)
+}
+
+// callWith is call with ix, the input of an interceptor's entry point.
+func (m *Module) callWith(ctx context.Context, e entry, method string, params []byte, ix *abi.InterceptResult) (callResult, error) {
 	inst, err := m.pool.get(ctx)
 	if err != nil {
 		var f *callFailure
@@ -319,7 +332,7 @@ func (m *Module) call(ctx context.Context, e entry, method string, params []byte
 		}
 		return callResult{}, m.failure("no instance: "+err.Error(), err, "")
 	}
-	res, f, healthy := inst.run(ctx, e, method, params)
+	res, f, healthy := inst.run(ctx, e, method, params, ix)
 	m.pool.put(inst, healthy)
 	if f != nil {
 		return res, m.failure(f.cause, f.err, f.stderr)
@@ -329,7 +342,7 @@ func (m *Module) call(ctx context.Context, e entry, method string, params []byte
 
 // run runs one call: input through snodo_alloc, then the entry point. An
 // instance that failed in any way is unhealthy and must not be reused.
-func (inst *instance) run(ctx context.Context, e entry, method string, params []byte) (res callResult, f *callFailure, healthy bool) {
+func (inst *instance) run(ctx context.Context, e entry, method string, params []byte, ix *abi.InterceptResult) (res callResult, f *callFailure, healthy bool) {
 	m := inst.mod
 	fn := inst.entry(e)
 	if fn == nil {
@@ -341,6 +354,10 @@ func (inst *instance) run(ctx context.Context, e entry, method string, params []
 		inst.input = abi.AppendRequest(inst.input[:0], method, params)
 	case entryProgress:
 		inst.input = abi.AppendProgress(inst.input[:0], params)
+	case entryInterceptRequest:
+		inst.input = abi.AppendInterceptRequest(inst.input[:0], &ix.InterceptRequest)
+	case entryInterceptResult:
+		inst.input = abi.AppendInterceptResult(inst.input[:0], ix)
 	}
 
 	inst.begin(ctx)
@@ -385,7 +402,11 @@ func (inst *instance) call(ctx context.Context, e entry, fn api.Function) (res c
 		return res, inst.classify(ctx, err), false
 	}
 	res.status = abi.Status(uint32(inst.stack[0]))
-	if res.status > abi.StatusStop || (e == entryHandle && res.status == abi.StatusStop) {
+	if e.intercepts() {
+		if cause := checkInterceptOutput(e, res.status, inst.output, inst.outputSet); cause != "" {
+			return res, inst.failed("invalid output: " + cause), false
+		}
+	} else if res.status > abi.StatusStop || (e == entryHandle && res.status == abi.StatusStop) {
 		return res, inst.failed(fmt.Sprintf("invalid output: %s returned status %s", entryNames[e], res.status)), false
 	}
 	// Invalid output is a failure of the instance, like a trap.
@@ -414,6 +435,10 @@ func (inst *instance) entry(e entry) api.Function {
 		return inst.progress
 	case entryEvent:
 		return inst.event
+	case entryInterceptRequest:
+		return inst.interceptRequest
+	case entryInterceptResult:
+		return inst.interceptResult
 	}
 	return inst.handle
 }

@@ -15,9 +15,11 @@ import (
 // goGuests are the Go handler modules the tests build from source, once
 // per test run, with GOOS=wasip1 -buildmode=c-shared.
 var goGuests = map[string]string{
-	"goguest":       "./testdata/goguest",
-	"elicit-policy": "../../examples/handlers/go/elicit-policy",
-	"sampling-echo": "../../examples/handlers/go/sampling-echo",
+	"goguest":        "./testdata/goguest",
+	"elicit-policy":  "../../examples/handlers/go/elicit-policy",
+	"sampling-echo":  "../../examples/handlers/go/sampling-echo",
+	"confine-paths":  "../../examples/handlers/go/confine-paths",
+	"redact-secrets": "../../examples/handlers/go/redact-secrets",
 }
 
 var goGuestDir string

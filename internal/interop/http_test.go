@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/interop/gosdkserver"
 	"github.com/snodo/snodo/jsonrpc"
 	mcphttp "github.com/snodo/snodo/transport/http"
@@ -91,7 +92,7 @@ func (s *sdkHTTPServer) exchanges() []httpExchange {
 	return append([]httpExchange(nil), s.log...)
 }
 
-func connectHTTP(t *testing.T, url string) (*snodo.Client, *mcphttp.Transport) {
+func connectHTTP(t *testing.T, url string, interceptors ...intercept.Interceptor) (*snodo.Client, *mcphttp.Transport) {
 	t.Helper()
 	tr, err := mcphttp.New(mcphttp.Config{URL: url})
 	if err != nil {
@@ -99,7 +100,9 @@ func connectHTTP(t *testing.T, url string) (*snodo.Client, *mcphttp.Transport) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := snodo.Connect(ctx, tr, allHandlers())
+	opts := allHandlers()
+	opts.Interceptors = interceptors
+	c, err := snodo.Connect(ctx, tr, opts)
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -86,6 +87,30 @@ func (p *Proxy) HandleRequest(ctx context.Context, method string, params json.Ra
 	}
 	p.audit.write(rec, started)
 	return res, err
+}
+
+// AuditIntercept writes one decision of an interceptor module to the audit
+// log (runtime.Config.OnIntercept): a deny, rewrite or replace, or a
+// failure.
+func (p *Proxy) AuditIntercept(e intercept.Event) {
+	rec := AuditRecord{Direction: DirIntercept, Method: e.Method, Module: e.Interceptor, Phase: "request"}
+	if e.Results {
+		rec.Phase = "result"
+	}
+	switch {
+	case e.Err != nil:
+		rec.Decision, rec.Reason = DecisionFail, e.Err.Error()
+	case e.Action == intercept.Deny:
+		rec.Decision, rec.Reason = DecisionDeny, e.Message
+		rec.ErrorCode = intercept.CodeDenied
+	case e.Action == intercept.Rewrite:
+		rec.Decision = DecisionRewrite
+	case e.Action == intercept.Replace:
+		rec.Decision = DecisionReplace
+	default:
+		rec.Decision = e.Action.String()
+	}
+	p.audit.write(rec, time.Now())
 }
 
 // AuditModule wraps the handler of a Wasm module that answers method, so

@@ -16,6 +16,14 @@ const (
 	DirServerToModule = "server-to-module"
 	DecisionAllow     = "allow"
 	DecisionDeny      = "deny"
+	// DirIntercept: a decision of an interceptor module on a request the
+	// client sends the server (phase "request") or on its answer (phase
+	// "result"), other than letting it through.
+	DirIntercept = "interceptor"
+	// Decisions of interceptors, besides deny.
+	DecisionRewrite = "rewrite"
+	DecisionReplace = "replace"
+	DecisionFail    = "fail" // the interceptor failed: the call failed closed
 )
 
 // AuditRecord is one line of the audit log: a host request forwarded to
@@ -37,6 +45,10 @@ type AuditRecord struct {
 	// InputRequired: the response was an input_required result carrying
 	// the server's requests to a 2026-07-28 host.
 	InputRequired bool `json:"inputRequired,omitempty"`
+	// Phase is an interceptor decision's phase: request or result.
+	Phase string `json:"phase,omitempty"`
+	// Reason is an interceptor's denial message, or its failure.
+	Reason string `json:"reason,omitempty"`
 }
 
 // auditLog writes AuditRecords as JSON lines.

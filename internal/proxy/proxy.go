@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/jsonrpc"
 )
@@ -55,6 +56,7 @@ const (
 	metaPrefix             = "io.modelcontextprotocol/"
 	metaProtocolVersion    = metaPrefix + "protocolVersion"
 	metaClientCapabilities = metaPrefix + "clientCapabilities"
+	metaClientInfo         = metaPrefix + "clientInfo"
 	metaServerInfo         = metaPrefix + "serverInfo"
 	metaLogLevel           = metaPrefix + "logLevel"
 	metaProgressToken      = "progressToken"
@@ -141,6 +143,7 @@ type Proxy struct {
 	hostInit  bool                 // the host opened with initialize
 	hostCaps  capabilities         // from initialize
 	hostVer   string
+	hostName  string // the host's clientInfo.name from initialize
 	// urlElicits are the elicitationIds of the URL-mode elicitations
 	// forwarded to the host and not yet completed, oldest first.
 	urlElicits []string
@@ -484,6 +487,9 @@ func (p *Proxy) initialize(hr *hostRequest) (json.RawMessage, error) {
 	var in struct {
 		ProtocolVersion string       `json:"protocolVersion"`
 		Capabilities    capabilities `json:"capabilities"`
+		ClientInfo      struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(hr.req.Params, &in); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid initialize params: " + err.Error()}
@@ -493,7 +499,7 @@ func (p *Proxy) initialize(hr *hostRequest) (json.RawMessage, error) {
 		version = in.ProtocolVersion
 	}
 	p.mu.Lock()
-	p.hostInit, p.hostCaps, p.hostVer = true, in.Capabilities, version
+	p.hostInit, p.hostCaps, p.hostVer, p.hostName = true, in.Capabilities, version, in.ClientInfo.Name
 	p.mu.Unlock()
 	return json.Marshal(map[string]any{
 		"protocolVersion": version,
@@ -501,6 +507,20 @@ func (p *Proxy) initialize(hr *hostRequest) (json.RawMessage, error) {
 		"serverInfo":      p.client.Server().Implementation,
 		"instructions":    p.client.Server().Instructions,
 	})
+}
+
+// callerOf is the name the host gave itself: in a 2026-07-28 request's
+// _meta clientInfo, or in its initialize.
+func (p *Proxy) callerOf(hr *hostRequest) string {
+	var info struct {
+		Name string `json:"name"`
+	}
+	if raw, ok := hr.meta[metaClientInfo]; ok && json.Unmarshal(raw, &info) == nil && info.Name != "" {
+		return info.Name
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hostName
 }
 
 // discover answers a 2026-07-28 host's server/discover.
@@ -543,6 +563,11 @@ func (p *Proxy) serverCapabilities() map[string]any {
 
 // serve forwards one host request to the server.
 func (p *Proxy) serve(ctx context.Context, hr *hostRequest) (json.RawMessage, error) {
+	if name := p.callerOf(hr); name != "" {
+		// The client's interceptors see who asked: the host's own name
+		// for itself (its word, not a proof).
+		ctx = intercept.WithCaller(ctx, name)
+	}
 	method := hr.req.Method
 	if method == "tools/call" {
 		name, err := guard.ToolName(hr.req.Params)

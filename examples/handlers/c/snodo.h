@@ -1,4 +1,4 @@
-/* snodo.h: the Snodo handler ABI, version 1 (abi/ABI.md), for C modules
+/* snodo.h: the Snodo handler ABI, versions 1 and 2 (abi/ABI.md), for C modules
  * built with clang and wasi-libc as WASI reactors:
  *
  *   clang --target=wasm32-wasi --sysroot=/usr -mexec-model=reactor -O2 \
@@ -17,7 +17,14 @@
 #define SNODO_EXPORT(name) __attribute__((export_name(name)))
 #define SNODO_IMPORT(name) __attribute__((import_module("snodo"), import_name(name)))
 
-enum { SNODO_OK = 0, SNODO_ERROR = 1, SNODO_STOP = 2 };
+/* SNODO_REPLACE is for interceptors (ABI version 2, abi/ABI.md section 8):
+ * an interceptor exports SNODO_EXPORT("snodo_intercept_request") and/or
+ * SNODO_EXPORT("snodo_intercept_result") int32_t f(const char *in, uint32_t len),
+ * declares {"abi":2,"intercept":{"requests":true,"results":true}} in its
+ * manifest, and returns SNODO_OK (let it through), SNODO_ERROR (deny, with an
+ * optional error object) or SNODO_REPLACE (the output replaces the params, or
+ * is {"result":{...}} or {"error":{...}}). */
+enum { SNODO_OK = 0, SNODO_ERROR = 1, SNODO_STOP = 2, SNODO_REPLACE = 3 };
 enum { SNODO_DEBUG = 0, SNODO_INFO = 1, SNODO_WARN = 2, SNODO_ERR = 3 };
 
 SNODO_IMPORT("set_output") void snodo_set_output(const void *ptr, uint32_t len);

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/snodo/snodo/internal/fakeserver"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+func init() {
+	scenarios["record"] = recordServer
+	scenarios["modern-files"] = modernFilesServer
+}
+
+// recordEnv names the file where the recording servers write every line
+// the client sent them, before the server acts on it.
+const recordEnv = "SNODO_TEST_RECORD"
+
+func recorder() func(line []byte) {
+	f, err := os.OpenFile(os.Getenv(recordEnv), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		panic(err)
+	}
+	var mu sync.Mutex
+	return func(line []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		f.Write(append(append([]byte(nil), line...), '\n'))
+	}
+}
+
+// recordServer runs the command of its arguments as the server, recording
+// each line the client sends it.
+func recordServer(s *fakeserver.Server) {
+	record := recorder()
+	cmd := exec.Command(s.Args[0], s.Args[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil || cmd.Start() != nil {
+		os.Exit(2)
+	}
+	br := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			record(line[:len(line)-1])
+			in.Write(line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	in.Close()
+	cmd.Wait()
+}
+
+// modernFilesServer speaks 2026-07-28: one tool, read_text_file, reads the
+// file its path names, anywhere. It records each line the client sends.
+func modernFilesServer(s *fakeserver.Server) {
+	record := recorder()
+	for {
+		m, err := s.Read()
+		if err != nil {
+			return
+		}
+		r, ok := m.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		line, _ := json.Marshal(r)
+		record(line)
+		switch r.Method {
+		case "server/discover":
+			s.Reply(r.ID, json.RawMessage(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"modern-files","version":"1"}}}`))
+		case "tools/list":
+			s.Reply(r.ID, json.RawMessage(`{"resultType":"complete","tools":[{"name":"read_text_file","inputSchema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}]}`))
+		case "tools/call":
+			var p struct {
+				Arguments struct{ Path string } `json:"arguments"`
+			}
+			_ = json.Unmarshal(r.Params, &p)
+			b, err := os.ReadFile(p.Arguments.Path)
+			text, isErr := string(b), false
+			if err != nil {
+				text, isErr = err.Error(), true
+			}
+			res, _ := json.Marshal(map[string]any{"resultType": "complete", "content": []any{map[string]string{"type": "text", "text": text}}, "isError": isErr})
+			s.Reply(r.ID, json.RawMessage(res))
+		default:
+			s.Send(jsonrpc.NewErrorResponse(r.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no " + r.Method}))
+		}
+	}
+}
+
+const planted = "sk-live-4f9c2a7e1b3d8f6a0c5e9b2d7a1f3c8e"
+
+// filesDirs makes a directory holding notes.txt with the planted secret,
+// and a sibling directory outside it.
+func filesDirs(t *testing.T) (prefix, outside string) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix, outside = filepath.Join(base, "allowed"), filepath.Join(base, "outside")
+	for _, d := range []string{prefix, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(prefix, "notes.txt"), []byte("token: "+planted+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte(planted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return prefix, outside
+}
+
+// --interceptor with tools call, in both eras: against
+// @modelcontextprotocol/server-filesystem (legacy) and a scripted
+// 2026-07-28 server, each behind a recorder of every line it got, a path
+// outside the prefix — plainly or with ".." — is denied (exit 2, -32030)
+// and never reaches the server; the file inside is read with the planted
+// secret redacted; each denial is audited by the proxy.
+func TestInterceptorsToolsCall(t *testing.T) {
+	fs, err := filepath.Abs(filesystemBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fs); err != nil {
+		t.Fatalf("@modelcontextprotocol/server-filesystem is not installed at %s: run `bash .ci/deps.d/20-npm-interop.sh`", fs)
+	}
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			prefix, outside := filesDirs(t)
+			log := filepath.Join(t.TempDir(), "record.log")
+			server := []string{"--env", fakeserver.ScenarioEnv + "=record", "--env", recordEnv + "=" + log, "--", fakeserver.Executable(), fs, prefix}
+			if era == "modern" {
+				server = []string{"--env", fakeserver.ScenarioEnv + "=modern-files", "--env", recordEnv + "=" + log, "--", fakeserver.Executable()}
+			}
+			flags := []string{"--interceptor", confineWasm, "--interceptor", redactWasm,
+				"--handler-config", `confine-paths={"prefix":"` + prefix + `"}`, "--protocol", era}
+			call := func(path string) result {
+				return cli(t, append(append(append([]string{}, flags...), "tools", "call", "read_text_file", "--arg", "path="+path), server...)...)
+			}
+			for _, p := range []string{filepath.Join(outside, "secret.txt"), prefix + "/../outside/secret.txt"} {
+				e := exits(t, call(p), exitUsage, "handler")
+				if e.Code != -32030 || !strings.Contains(e.Message, `interceptor "confine-paths"`) || !strings.Contains(e.Message, "is outside") {
+					t.Fatalf("%s: %+v", p, e)
+				}
+			}
+			r := ok(t, call("notes.txt"))
+			if strings.Contains(r.stdout, planted) || !strings.Contains(r.stdout, "token: [REDACTED]") {
+				t.Fatalf("stdout %s: the secret was not redacted", r.stdout)
+			}
+			got, _ := os.ReadFile(log)
+			if strings.Contains(string(got), "outside") || !strings.Contains(string(got), filepath.Join(prefix, "notes.txt")) {
+				t.Fatalf("the server got:\n%s", got)
+			}
+		})
+	}
+}
+
+// A hostile interceptor fails closed through snodo-run: the call fails
+// naming the module (exit 5) and the server never gets it.
+func TestInterceptorTrapFailsClosed(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "record.log")
+	r := cli(t, "--interceptor", filepath.Join(watDir, "hostile", "intercept-trap.wasm"), "--protocol", "modern",
+		"tools", "call", "read_text_file", "--arg", "path=/etc/hostname",
+		"--env", fakeserver.ScenarioEnv+"=modern-files", "--env", recordEnv+"="+log, "--", fakeserver.Executable())
+	e := exits(t, r, exitHandler, "handler")
+	if e.Code != -32603 || !strings.Contains(e.Message, `interceptor "intercept-trap" failed on tools/call, so the request was not sent`) ||
+		!strings.Contains(e.Message, "unreachable") {
+		t.Fatalf("%+v", e)
+	}
+	got, _ := os.ReadFile(log)
+	if strings.Contains(string(got), "tools/call") {
+		t.Fatalf("the server got the call:\n%s", got)
+	}
+}
+
+// The proxy writes each interceptor decision to its audit log.
+func TestProxyAuditsInterceptorDecisions(t *testing.T) {
+	prefix, outside := filesDirs(t)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	log := filepath.Join(t.TempDir(), "record.log")
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"` + filepath.Join(outside, "secret.txt") + `"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"notes.txt"}}}`,
+	}, "\n") + "\n"
+	r := cliWith(t, runOpts{stdin: in}, "--interceptor", confineWasm, "--interceptor", redactWasm,
+		"--handler-config", `confine-paths={"prefix":"`+prefix+`"}`, "--protocol", "modern",
+		"proxy", "--audit", audit,
+		"--env", fakeserver.ScenarioEnv+"=modern-files", "--env", recordEnv+"="+log, "--", fakeserver.Executable())
+	ok(t, r)
+	if !strings.Contains(r.stdout, `"code":-32030`) || strings.Contains(r.stdout, planted) || !strings.Contains(r.stdout, "[REDACTED]") {
+		t.Fatalf("stdout %s", r.stdout)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decisions []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec struct{ Direction, Phase, Module, Decision, Reason string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if rec.Direction == "interceptor" {
+			decisions = append(decisions, rec.Module+" "+rec.Phase+" "+rec.Decision)
+			if rec.Decision == "deny" && !strings.Contains(rec.Reason, "is outside") {
+				t.Errorf("reason %q", rec.Reason)
+			}
+		}
+	}
+	want := "confine-paths request deny|confine-paths request rewrite|redact-secrets result replace"
+	if strings.Join(decisions, "|") != want {
+		t.Fatalf("audited %q, want %q\n%s", decisions, want, b)
+	}
+	got, _ := os.ReadFile(log)
+	if strings.Contains(string(got), "outside") {
+		t.Fatalf("the server got:\n%s", got)
+	}
+}
+
+// The shell applies --interceptor to each of its calls: the outside path
+// is denied and never reaches the server, the inside one is redacted.
+func TestShellInterceptors(t *testing.T) {
+	prefix, outside := filesDirs(t)
+	log := filepath.Join(t.TempDir(), "record.log")
+	script := "tools call read_text_file path=" + filepath.Join(outside, "secret.txt") + "\ntools call read_text_file path=notes.txt\n"
+	r := cliWith(t, runOpts{stdin: script}, "--interceptor", confineWasm, "--interceptor", redactWasm,
+		"--handler-config", `confine-paths={"prefix":"`+prefix+`"}`, "--protocol", "modern",
+		"shell", "--env", fakeserver.ScenarioEnv+"=modern-files", "--env", recordEnv+"="+log, "--", fakeserver.Executable())
+	if !strings.Contains(r.stderr, `"code":-32030`) || !strings.Contains(r.stdout, "token: [REDACTED]") || strings.Contains(r.stdout+r.stderr, planted) {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	got, _ := os.ReadFile(log)
+	if strings.Contains(string(got), "outside") {
+		t.Fatalf("the server got:\n%s", got)
+	}
+}
+
+// handlers check shows an interceptor's entry points and methods.
+func TestHandlersCheckShowsInterceptors(t *testing.T) {
+	r := ok(t, cli(t, "handlers", "check", filepath.Join(watDir, "intercept-noop", "intercept-noop.wasm"), "-o", "text"))
+	for _, want := range []string{"ABI version 2", "intercepts requests (snodo_intercept_request): every method", "intercepts results (snodo_intercept_result): every method"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("handlers check does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	r = ok(t, cli(t, "handlers", "check", confineWasm))
+	if !strings.Contains(r.stdout, `"abi":2`) || !strings.Contains(r.stdout, `"intercept":{"requests":true,"methods":["tools/call"]}`) {
+		t.Errorf("%s", r.stdout)
+	}
+}
+
+// A module that intercepts nothing is refused as an interceptor, saying so.
+func TestInterceptorThatInterceptsNothingIsRefused(t *testing.T) {
+	r := cli(t, "--interceptor", stopAfterWasm, "tools", "list", "--", demo)
+	e := exits(t, r, exitHandler, "")
+	if !strings.Contains(e.Message, `the module intercepts nothing (its manifest lacks "intercept", which needs "abi": 2)`) {
+		t.Fatalf("%+v", e)
+	}
+}

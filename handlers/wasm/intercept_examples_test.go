@@ -1,0 +1,149 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snodo/snodo/intercept"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// confineModule loads examples/handlers/go/confine-paths confining to
+// prefix, with prefix mounted read-only at /data when mount is set.
+func confineModule(t *testing.T, h *Host, prefix string, mount bool) *Module {
+	cfg := map[string]any{"prefix": prefix}
+	mc := ModuleConfig{Name: "confine-paths", Wasm: goGuest(t, "confine-paths")}
+	if mount {
+		cfg["mount"] = "/data"
+		mc.Grants.Mounts = []Mount{{HostDir: prefix, GuestPath: "/data", ReadOnly: true}}
+	}
+	mc.Config, _ = json.Marshal(cfg)
+	return load(t, h, mc)
+}
+
+func readFile(path string) *intercept.Request {
+	b, _ := json.Marshal(map[string]any{"name": "read_file", "arguments": map[string]any{"path": path}})
+	return &intercept.Request{Method: "tools/call", Params: b, Era: "legacy", ProtocolVersion: "2025-11-25"}
+}
+
+// examples/handlers/go/confine-paths: paths inside the prefix go, relative
+// and dotted ones are sent clean and absolute, and every way out — an
+// outside path, "..", a look-alike prefix, "~", a NUL, a symlink the
+// module can see — is denied with -32030.
+func TestExampleConfinePaths(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "docs", "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(root, "etc-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("docs", filepath.Join(root, "docs-link")); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t)
+	c := intercept.NewChain(confineModule(t, h, root, true))
+	ctx := context.Background()
+	for in, want := range map[string]string{
+		root + "/docs/a.txt":           root + "/docs/a.txt",
+		"docs/a.txt":                   root + "/docs/a.txt",
+		root + "/docs/../docs/./a.txt": root + "/docs/a.txt",
+		root:                           root,
+		root + "/new/file.txt":         root + "/new/file.txt",
+	} {
+		p, err := c.Request(ctx, readFile(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		var got struct{ Arguments struct{ Path string } }
+		_ = json.Unmarshal(p, &got)
+		if got.Arguments.Path != want {
+			t.Errorf("%s: sent %s, want %s", in, p, want)
+		}
+	}
+	for in, why := range map[string]string{
+		"/etc/passwd":                "is outside",
+		root + "/../etc/passwd":      "is outside",
+		"../../etc/passwd":           "is outside",
+		root + "x/secret":            "is outside",
+		"~/.ssh/id_rsa":              "starts with ~",
+		root + "/docs/a.txt\x00.png": "NUL byte",
+		root + `\..\x`:               "backslash",
+		root + "/etc-link/passwd":    "goes through a symlink",
+		root + "/docs-link/a.txt":    "goes through a symlink",
+	} {
+		_, err := c.Request(ctx, readFile(in))
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != intercept.CodeDenied || !strings.Contains(je.Message, why) || !strings.Contains(je.Message, `interceptor "confine-paths"`) {
+			t.Errorf("%q: %v, want a denial saying %q", in, err, why)
+		}
+	}
+	// An array of paths is checked element by element.
+	_, err := c.Request(ctx, &intercept.Request{Method: "tools/call", Params: json.RawMessage(`{"name":"read_multiple_files","arguments":{"paths":["` + root + `/docs/a.txt","/etc/shadow"]}}`)})
+	if !errors.Is(err, intercept.ErrDenied) || !strings.Contains(err.Error(), "[1]") {
+		t.Fatalf("%v", err)
+	}
+	// Without its prefix, the module denies nothing: it fails closed.
+	bad := load(t, h, ModuleConfig{Name: "confine-paths-unset", Wasm: goGuest(t, "confine-paths")})
+	_, err = intercept.NewChain(bad).Request(ctx, readFile(root+"/docs/a.txt"))
+	if !errors.Is(err, intercept.ErrDenied) || !strings.Contains(err.Error(), `"prefix" must be a clean absolute path`) {
+		t.Fatalf("%v", err)
+	}
+}
+
+// secret is an API-key-like token the redaction example must remove.
+const secret = "sk-live-4f9c2a7e1b3d8f6a0c5e9b2d7a1f3c8e"
+
+// examples/handlers/go/redact-secrets: a planted secret is redacted from a
+// result — written plainly or with \u escapes — and from an error; a
+// result without one passes unchanged; look-alikes inside words stay.
+func TestExampleRedactSecrets(t *testing.T) {
+	h := newHost(t)
+	c := intercept.NewChain(load(t, h, ModuleConfig{Name: "redact-secrets", Wasm: goGuest(t, "redact-secrets"),
+		Config: json.RawMessage(`{"prefixes":["acme_live_"]}`)}))
+	ctx := context.Background()
+	res := func(result string) (string, error) {
+		b, err := c.Result(ctx, &intercept.Result{Request: *readFile("/srv/.env"), Result: json.RawMessage(result)})
+		return string(b), err
+	}
+	for in, want := range map[string]string{
+		`{"content":[{"type":"text","text":"OPENAI_API_KEY=` + secret + `\nAWS=AKIAIOSFODNN7EXAMPLE"}]}`: `{"content":[{"type":"text","text":"OPENAI_API_KEY=[REDACTED]\nAWS=[REDACTED]"}]}`,
+		`{"content":[{"type":"text","text":"\u0073k-live-4f9c2a7e1b3d8f6a0c5e9b2d7a1f3c8e"}]}`:           `{"content":[{"type":"text","text":"[REDACTED]"}]}`,
+		`{"content":[{"type":"text","text":"line\n` + secret + `\t` + secret + `"}]}`:                    `{"content":[{"type":"text","text":"line\n[REDACTED]\t[REDACTED]"}]}`,
+		`{"content":[{"type":"text","text":"acme_live_0123456789abcdef0123"}]}`:                          `{"content":[{"type":"text","text":"[REDACTED]"}]}`,
+		`{"content":[{"type":"text","text":"task-0123456789abcdefghijklmnop is fine"}]}`:                 `{"content":[{"type":"text","text":"task-0123456789abcdefghijklmnop is fine"}]}`,
+	} {
+		got, err := res(in)
+		if err != nil || got != want {
+			t.Errorf("%s:\n got %s %v\nwant %s", in, got, err, want)
+		}
+	}
+	_, err := c.Result(ctx, &intercept.Result{Request: *readFile("/srv/.env"), Error: &jsonrpc.Error{Code: -32603, Message: "cannot use " + secret}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != -32603 || strings.Contains(je.Message, secret) || !strings.Contains(je.Message, "[REDACTED]") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// examples/handlers/wat/intercept-noop lets everything through.
+func TestExampleInterceptNoop(t *testing.T) {
+	h := newHost(t)
+	m := load(t, h, ModuleConfig{Name: "intercept-noop", Wasm: wasmFile(t, "wat/intercept-noop/intercept-noop.wasm")})
+	c := intercept.NewChain(m)
+	p, err := c.Request(context.Background(), readFile("/x"))
+	if err != nil || !strings.Contains(string(p), `"/x"`) {
+		t.Fatalf("%s %v", p, err)
+	}
+	r, err := c.Result(context.Background(), &intercept.Result{Request: *readFile("/x"), Result: json.RawMessage(`{"content":[]}`)})
+	if err != nil || string(r) != `{"content":[]}` {
+		t.Fatalf("%s %v", r, err)
+	}
+}
