@@ -27,10 +27,15 @@ type leanServer struct {
 	conns atomic.Int64
 }
 
-func newLeanServer(tb testing.TB) *leanServer {
+// newLeanServer starts a leanServer; before, when not nil, runs at the
+// start of every request.
+func newLeanServer(tb testing.TB, before ...func(r *nethttp.Request)) *leanServer {
 	tb.Helper()
 	s := &leanServer{}
 	s.Server = httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		for _, fn := range before {
+			fn(r)
+		}
 		var buf [512]byte
 		n, _ := io.ReadFull(r.Body, buf[:])
 		body := buf[:n]
