@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	nethttp "net/http"
+	"net/url"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -84,7 +85,7 @@ type call struct {
 	values context.Context
 
 	hdrMu sync.Mutex
-	hdrs  []transport.Header // the response headers, lowercase names
+	hdrs  nethttp.Header // the response's headers, lowered by headers()
 
 	// prog holds progress waiting for the caller (internal/progq); nil
 	// without OnProgress.
@@ -96,16 +97,22 @@ func (cl *call) Token() jsonrpc.ID      { return cl.token }
 func (cl *call) Progress() *progq.Queue { return cl.prog }
 
 func (cl *call) setHeaders(h nethttp.Header) {
-	hs := lowerHeaders(h)
 	cl.hdrMu.Lock()
-	cl.hdrs = hs
+	cl.hdrs = h
 	cl.hdrMu.Unlock()
 }
 
+// headers returns the response's headers with lowercase names, or nil
+// before the response; they are lowered only when asked for
+// (opts.OnResponseHeaders).
 func (cl *call) headers() []transport.Header {
 	cl.hdrMu.Lock()
-	defer cl.hdrMu.Unlock()
-	return cl.hdrs
+	h := cl.hdrs
+	cl.hdrMu.Unlock()
+	if h == nil {
+		return nil
+	}
+	return lowerHeaders(h)
 }
 
 func lowerHeaders(h nethttp.Header) []transport.Header {
@@ -236,39 +243,80 @@ func baseHeaders(h nethttp.Header) nethttp.Header {
 
 // do sends one HTTP request. body nil means none. The request's body is
 // replayable (GetBody is set), for an authorizing RoundTripper that
-// retries.
+// retries. The request is built from the URL parsed at New (a copy of it,
+// which a RoundTripper may not share with the next request) and headers
+// already in canonical form, as nethttp.NewRequestWithContext would build
+// it, without parsing the URL again.
 func (t *Transport) do(ctx context.Context, method string, body []byte, h nethttp.Header, lastEventID string) (*nethttp.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := nethttp.NewRequestWithContext(ctx, method, t.url, rd)
-	if err != nil {
-		return nil, redact.Error(err)
-	}
+	u := new(url.URL)
+	*u = *t.url
+	hdr := make(nethttp.Header, len(t.header)+len(h)+2)
 	for name, values := range t.header {
-		req.Header[name] = append([]string(nil), values...)
+		hdr[name] = append([]string(nil), values...)
 	}
 	for name, values := range h {
-		req.Header[name] = values
+		hdr[name] = values
 	}
 	switch method {
 	case nethttp.MethodPost:
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Content-Type", "application/json")
+		hdr["Accept"] = acceptPost[:1:1]
+		hdr["Content-Type"] = contentTypeJSON[:1:1]
 	case nethttp.MethodGet:
-		req.Header.Set("Accept", "text/event-stream")
+		hdr["Accept"] = acceptSSE[:1:1]
 	}
 	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
+		hdr["Last-Event-Id"] = []string{lastEventID}
 	}
-	resp, err := t.client.Do(req)
+	tmpl := nethttp.Request{
+		Method:     method,
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     hdr,
+		Host:       u.Host,
+	}
+	if body != nil {
+		tmpl.ContentLength = int64(len(body))
+		tmpl.Body = nethttp.NoBody
+		tmpl.GetBody = noBody
+		if len(body) > 0 {
+			tmpl.Body = io.NopCloser(bytes.NewReader(body))
+			tmpl.GetBody = func() (io.ReadCloser, error) {
+				return io.NopCloser(bytes.NewReader(body)), nil
+			}
+		}
+	}
+	resp, err := t.client.Do(tmpl.WithContext(ctx))
 	// The error names the URL, whose query may hold a credential.
 	return resp, redact.Error(err)
 }
 
+// The values of the fixed request headers, shared by every request with a
+// capacity of their length: an append by a RoundTripper copies them.
+var (
+	acceptPost      = []string{"application/json, text/event-stream"}
+	acceptSSE       = []string{"text/event-stream"}
+	contentTypeJSON = []string{"application/json"}
+)
+
+func noBody() (io.ReadCloser, error) { return nethttp.NoBody, nil }
+
+// mediaType returns the media type of h's Content-Type, lowercase, or ""
+// when it is missing or not valid.
 func mediaType(h nethttp.Header) string {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	v := h["Content-Type"]
+	if len(v) == 0 {
+		return ""
+	}
+	// The usual answers, without parameters, need no parsing.
+	switch v[0] {
+	case "application/json":
+		return "application/json"
+	case "text/event-stream":
+		return "text/event-stream"
+	}
+	mt, _, err := mime.ParseMediaType(v[0])
 	if err != nil {
 		return ""
 	}

@@ -91,7 +91,7 @@ type Config struct {
 // is safe for concurrent use.
 type Transport struct {
 	base
-	url string
+	url *url.URL // Config.URL, parsed once; each request gets a copy
 
 	// Guarded by core.Mu:
 	get    *getStream      // the standalone GET stream's loop, while it runs
@@ -115,7 +115,9 @@ func New(cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{url: u.String()}
+	// As nethttp.NewRequest does with the URL it parses: "host:" is "host".
+	u.Host = strings.TrimSuffix(u.Host, ":")
+	t := &Transport{url: u}
 	t.init(cfg)
 	return t, nil
 }
