@@ -167,40 +167,102 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	cl.token, cl.prog = rpc.Progress(&opts, r.Params, t.maxMsg)
 	h := t.requestHeaders(&r, opts.Dialect, opts.Extension, opts.Headers)
 	modern := isModern(h)
+	// The stream's context exists before the call is in the table: a
+	// response routed from another stream cancels it.
+	sctx, cancel := context.WithCancelCause(t.life)
+	cl.cancel = cancel
 
 	// The ID is reserved first; the body is encoded outside the lock.
 	t.core.Mu.Lock()
 	if err := t.core.AddLocked(&r.ID, cl); err != nil {
 		t.core.Mu.Unlock()
+		cancel(nil)
 		return nil, err
 	}
 	cl.id = r.ID
 	t.core.Mu.Unlock()
 	body, err := jsonrpc.Encode(&r)
 	if err != nil {
+		cancel(nil)
 		t.core.Remove(cl.id, cl)
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the request", Cause: err}
 	}
-	var sctx context.Context
-	sctx, cl.cancel = context.WithCancelCause(t.life)
-	if !t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern) }) {
-		cl.cancel(nil)
+	var (
+		elapsed time.Duration
+		started bool
+	)
+	if cl.prog == nil {
+		// Nothing to deliver while waiting: the POST is sent, and a JSON
+		// answer read, in the caller's goroutine.
+		elapsed, started = t.inline(ctx, sctx, cl, body, h, modern, opts.Timeout)
+	} else {
+		// Progress goes to the caller while the answer is read.
+		started = t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern) })
+	}
+	if !started {
+		cancel(nil)
 		t.core.Remove(cl.id, cl)
 		return nil, t.Err()
 	}
 
-	resp, err := await(ctx, cl, opts, t.done,
+	resp, err := await(ctx, cl, opts, elapsed, t.done,
 		func(reason string) { t.abort(cl, h, modern, reason) },
 		func() { t.core.Remove(cl.id, cl) }, t.Err)
 	// The response may have come on another stream (a resumed one, the GET
 	// stream): this request's own stream has nothing more to say.
-	cl.cancel(nil)
+	cancel(nil)
 	if opts.OnResponseHeaders != nil {
 		if hs := cl.headers(); hs != nil {
 			opts.OnResponseHeaders(hs)
 		}
 	}
 	return resp, err
+}
+
+// errGaveUp cancels the exchange of a caller whose context ended or whose
+// timeout passed while it ran in the caller's goroutine (inline): await
+// then says which, and cancels the request on the server.
+var errGaveUp = errors.New("http: the caller stopped waiting")
+
+// inline runs cl's exchange in the caller's goroutine, as one of the
+// transport's goroutines that Close waits for: the POST, and the reading of
+// a JSON answer, which settles cl. An SSE answer's stream is handed to a
+// goroutine of its own, as roundTrip reads it. The caller's context and
+// timeout interrupt the exchange (with errGaveUp); elapsed is how much of
+// the timeout it used, for await. started is false, and nothing sent, once
+// the transport has stopped.
+//
+// A fresh goroutine per request would grow its stack anew each time
+// through net/http's client, a good part of the CPU of a small call; the
+// caller's has grown already.
+func (t *Transport) inline(ctx, sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool, timeout time.Duration) (elapsed time.Duration, started bool) {
+	if !t.enter() {
+		return 0, false
+	}
+	defer t.wg.Done()
+	var begin time.Time
+	if timeout > 0 {
+		begin = time.Now()
+		tm := time.AfterFunc(timeout, func() { cl.cancel(errGaveUp) })
+		defer tm.Stop()
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { cl.cancel(errGaveUp) })
+		defer stop()
+	}
+	if stream := t.exchange(sctx, cl, body, h); stream != nil {
+		read := func() {
+			defer cl.cancel(nil)
+			t.readCallStream(sctx, cl, stream, h, modern)
+		}
+		if !t.goTracked(read) {
+			stream.Close()
+		}
+	}
+	if timeout > 0 {
+		elapsed = time.Since(begin)
+	}
+	return elapsed, true
 }
 
 // requestHeaders returns the protocol headers of one message.
@@ -327,42 +389,55 @@ func mediaType(h nethttp.Header) string {
 // to cl unless cl was given up first.
 func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool) {
 	defer cl.cancel(nil)
+	if stream := t.exchange(sctx, cl, body, h); stream != nil {
+		t.readCallStream(sctx, cl, stream, h, modern)
+	}
+}
+
+// exchange POSTs a request and settles cl with its answer: a JSON body, a
+// failure status. An SSE stream's body is returned instead, for
+// readCallStream, which closes it. A failure after cl was given up (its
+// stream's context cancelled while the transport runs) settles nothing:
+// whoever gave it up answers the caller.
+func (t *Transport) exchange(sctx context.Context, cl *call, body []byte, h nethttp.Header) (stream io.ReadCloser) {
 	resp, err := t.do(sctx, nethttp.MethodPost, body, h, "")
 	if err != nil {
-		t.settle(cl, outcome{err: t.connError(sctx, "POST failed", err)})
-		return
+		t.settleFailed(sctx, cl, "POST failed", err)
+		return nil
 	}
-	defer resp.Body.Close()
 	cl.setHeaders(resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
 		r, err := t.failure(resp, h, cl.id, true)
 		t.settle(cl, outcome{resp: r, err: err})
-		return
+		return nil
 	}
 	switch mediaType(resp.Header) {
 	case "text/event-stream":
-		t.readCallStream(sctx, cl, resp.Body, h, modern)
+		return resp.Body
 	case "application/json":
+		defer resp.Body.Close()
 		data, err := readBounded(resp.Body, t.maxMsg)
 		if err != nil {
-			t.settle(cl, outcome{err: t.connError(sctx, "reading the response failed", err)})
-			return
+			t.settleFailed(sctx, cl, "reading the response failed", err)
+			return nil
 		}
 		msg, err := jsonrpc.Decode(data)
 		if err != nil {
 			// The decoder's error quotes the body: only its capped, escaped
 			// text goes into the error.
 			t.settle(cl, outcome{err: transport.ConnectionError("the response body is not a JSON-RPC message: "+capText(data), errors.New(capString(safetext.Escape(err.Error(), false))))})
-			return
+			return nil
 		}
 		r, ok := msg.(*jsonrpc.Response)
 		if !ok || (r.ID != cl.id && r.ID.IsValid()) {
 			t.settle(cl, outcome{err: transport.ConnectionError("the response body is not the response to the request: "+capText(data), nil)})
-			return
+			return nil
 		}
 		r.ID = cl.id
 		t.settle(cl, outcome{resp: r})
 	default:
+		defer resp.Body.Close()
 		data, _ := readBounded(resp.Body, errorBodyCap)
 		what := fmt.Sprintf("the server answered the request with HTTP %d and Content-Type %q", resp.StatusCode, safetext.Escape(capString(resp.Header.Get("Content-Type")), false))
 		if len(bytes.TrimSpace(data)) == 0 {
@@ -370,6 +445,17 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 		}
 		t.settle(cl, outcome{err: transport.ConnectionError(what, &transport.StatusError{Status: resp.StatusCode, Body: capText(data)})})
 	}
+	return nil
+}
+
+// settleFailed settles cl with the -32000 error of a failed exchange,
+// unless cl was given up (its stream's context cancelled while the
+// transport runs): its caller is answered by whoever gave it up.
+func (t *Transport) settleFailed(sctx context.Context, cl *call, msg string, err error) {
+	if sctx.Err() != nil && t.life.Err() == nil {
+		return
+	}
+	t.settle(cl, outcome{err: t.connError(sctx, msg, err)})
 }
 
 // settle delivers the outcome of cl once, if cl is still waiting.
@@ -609,17 +695,29 @@ func (t *Transport) routeResponse(r *jsonrpc.Response) {
 	switch {
 	case ok:
 		cl.result <- outcome{resp: r}
+		// Its own POST has nothing more to say; a caller waiting in it
+		// (inline) returns.
+		cl.cancel(nil)
 	case ls != nil:
 		ls.Respond(r)
 	}
 }
 
 // await waits for cl's outcome, delivering its progress; giving up, it
-// aborts cl with abort's reason. done is the transport's end, after which
-// forget drops cl and ended says why.
-func await(ctx context.Context, cl *call, opts transport.RequestOptions, done <-chan struct{}, abort func(reason string), forget func(), ended func() error) (*jsonrpc.Response, error) {
+// aborts cl with abort's reason. elapsed is how much of the timeout has
+// passed already (the exchange ran in the caller's goroutine). done is the
+// transport's end, after which forget drops cl and ended says why.
+func await(ctx context.Context, cl *call, opts transport.RequestOptions, elapsed time.Duration, done <-chan struct{}, abort func(reason string), forget func(), ended func() error) (*jsonrpc.Response, error) {
 	var pol rpc.Await // the timeout, its reset by progress, the delivery
 	pol.Start(&opts, cl.prog)
+	select {
+	case o := <-cl.result: // settled already: no timer
+		if err := pol.Deliver(); err != nil {
+			return nil, err
+		}
+		return o.resp, o.err
+	default:
+	}
 	var (
 		timer  *time.Timer
 		timerC <-chan time.Time
@@ -629,6 +727,7 @@ func await(ctx context.Context, cl *call, opts transport.RequestOptions, done <-
 		if !ok {
 			return
 		}
+		d, elapsed = d-elapsed, 0
 		if timer == nil {
 			timer = time.NewTimer(d)
 			timerC = timer.C
