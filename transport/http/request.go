@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	nethttp "net/http"
+	"net/textproto"
 	"net/url"
 	"sync"
 	"time"
@@ -270,24 +271,41 @@ func (t *Transport) requestHeaders(req *jsonrpc.Request, d, e transport.PolicySo
 	h := make(nethttp.Header, 4+len(extra))
 	if d != nil {
 		for _, x := range d.TransportPolicy(req).Headers {
-			h.Set(x.Name, x.Value)
+			h[canonicalKey(x.Name)] = []string{x.Value}
 		}
 	}
 	if e != nil {
 		for _, x := range e.TransportPolicy(req).Headers {
-			h.Set(x.Name, x.Value)
+			h[canonicalKey(x.Name)] = []string{x.Value}
 		}
 	}
 	for _, x := range extra {
-		h.Set(x.Name, x.Value)
+		h[canonicalKey(x.Name)] = []string{x.Value}
 	}
 	return h
 }
 
+// The canonical forms of the protocol's header names that are not
+// canonical as spelt.
+var canonProtocolVersion = textproto.CanonicalMIMEHeaderKey(transport.HeaderProtocolVersion)
+
+// canonicalKey returns name as nethttp.Header.Set would key it: the
+// protocol's own header names come canonical already, instead of being
+// canonicalised (MCP-Protocol-Version: a new string) per request.
+func canonicalKey(name string) string {
+	switch name {
+	case transport.HeaderProtocolVersion:
+		return canonProtocolVersion
+	case transport.HeaderSessionID, transport.HeaderMethod, transport.HeaderName:
+		return name
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}
+
 // isModern reports whether headers h belong to the 2026-07-28 era.
 func isModern(h nethttp.Header) bool {
-	v := h.Get(transport.HeaderProtocolVersion)
-	return v != "" && v >= modernVersion
+	v := h[canonProtocolVersion]
+	return len(v) > 0 && v[0] != "" && v[0] >= modernVersion
 }
 
 // baseHeaders keeps, of a request's headers, those that describe the
@@ -295,9 +313,9 @@ func isModern(h nethttp.Header) bool {
 // messages sent on its behalf: answers, cancellations, resumptions.
 func baseHeaders(h nethttp.Header) nethttp.Header {
 	b := make(nethttp.Header, 2)
-	for _, name := range []string{transport.HeaderProtocolVersion, transport.HeaderSessionID} {
-		if v := h.Get(name); v != "" {
-			b.Set(name, v)
+	for _, name := range []string{canonProtocolVersion, transport.HeaderSessionID} {
+		if v := h[name]; len(v) > 0 && v[0] != "" {
+			b[name] = []string{v[0]}
 		}
 	}
 	return b
