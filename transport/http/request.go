@@ -435,7 +435,7 @@ func (t *Transport) exchange(sctx context.Context, cl *call, body []byte, h neth
 		return resp.Body
 	case "application/json":
 		defer resp.Body.Close()
-		data, err := readBounded(resp.Body, t.maxMsg)
+		data, err := readBody(resp, t.maxMsg)
 		if err != nil {
 			t.settleFailed(sctx, cl, "reading the response failed", err)
 			return nil
@@ -543,6 +543,37 @@ func readBounded(r io.Reader, max int) ([]byte, error) {
 		return data[:max], fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
 	}
 	return data, nil
+}
+
+// readBody is readBounded of resp's body into one buffer sized by its
+// Content-Length, when that is given and within max, instead of a buffer
+// grown as it fills. Past the declared length (which net/http does not
+// let through) it reads on as readBounded does.
+func readBody(resp *nethttp.Response, max int) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > int64(max) {
+		return readBounded(resp.Body, max)
+	}
+	buf := make([]byte, 0, n+1) // + the read that sees the end
+	for len(buf) < cap(buf) {
+		m, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > max {
+		return buf[:max], fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	rest, err := readBounded(resp.Body, max-len(buf))
+	buf = append(buf, rest...)
+	if errors.Is(err, ErrTooLarge) {
+		return buf, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	return buf, err
 }
 
 // capText returns the start of a server's text, escaped, for an error.
