@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	nethttp "net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,24 @@ func TestReadBodyAgreesWithReadBounded(t *testing.T) {
 				t.Errorf("error %q, want %q", err, wantErr)
 			}
 		})
+	}
+}
+
+// A Content-Length is not an allocation the server gets for free: a body
+// that declares 16 MiB and sends 4 bytes makes the client allocate about
+// what arrived, not what was declared.
+func TestReadBodyDoesNotTrustALargeContentLength(t *testing.T) {
+	const declared = DefaultMaxMessageBytes
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 4 {
+		resp := &nethttp.Response{ContentLength: declared, Body: io.NopCloser(strings.NewReader("{}  "))}
+		if _, err := readBody(resp, DefaultMaxMessageBytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("4 bodies declaring %d bytes and sending 4 allocated %d bytes, want under 1 MiB", declared, got)
 	}
 }

@@ -545,13 +545,19 @@ func readBounded(r io.Reader, max int) ([]byte, error) {
 	return data, nil
 }
 
+// presizeMax is the largest Content-Length readBody allocates for before
+// the bytes arrive: a server declaring 16 MiB and sending nothing would
+// otherwise make each request allocate 16 MiB for free. Larger bodies
+// grow the buffer as they come.
+const presizeMax = 64 << 10
+
 // readBody is readBounded of resp's body into one buffer sized by its
-// Content-Length, when that is given and within max, instead of a buffer
-// grown as it fills. Past the declared length (which net/http does not
-// let through) it reads on as readBounded does.
+// Content-Length, when that is given and at most presizeMax and max,
+// instead of a buffer grown as it fills. Past the declared length (which
+// net/http does not let through) it reads on as readBounded does.
 func readBody(resp *nethttp.Response, max int) ([]byte, error) {
 	n := resp.ContentLength
-	if n < 0 || n > int64(max) {
+	if n < 0 || n > int64(min(max, presizeMax)) {
 		return readBounded(resp.Body, max)
 	}
 	buf := make([]byte, 0, n+1) // + the read that sees the end
