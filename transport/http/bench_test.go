@@ -114,8 +114,26 @@ func benchTransport(b *testing.B, s *leanServer) *mcphttp.Transport {
 	return tr
 }
 
-func reportConns(b *testing.B, s *leanServer, start int64) {
-	b.ReportMetric(float64(s.conns.Load()-start), "conns")
+// meter is what a benchmark reports beside time: the connections the
+// server accepted, and the process's CPU time per operation (client and
+// in-process server together; the floor has the same server), which a
+// busy machine disturbs less than wall time.
+type meter struct {
+	s     *leanServer
+	conns int64
+	cpu   time.Duration
+}
+
+func startMeter(s *leanServer) meter {
+	cpu, _ := processCPU()
+	return meter{s: s, conns: s.conns.Load(), cpu: cpu}
+}
+
+func (m meter) report(b *testing.B) {
+	b.ReportMetric(float64(m.s.conns.Load()-m.conns), "conns")
+	if cpu, ok := processCPU(); ok {
+		b.ReportMetric(float64((cpu-m.cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
 }
 
 // BenchmarkHTTPRoundTrip is one tools/call at a time over Streamable HTTP,
@@ -128,14 +146,14 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := s.conns.Load()
+	m := startMeter(s)
 	for range b.N {
 		resp, err := tr.Request(ctx, req, opts)
 		if err != nil || len(resp.Result) == 0 {
 			b.Fatal(resp, err)
 		}
 	}
-	reportConns(b, s, start)
+	m.report(b)
 }
 
 // BenchmarkHTTPConcurrent64 is 64 callers with requests in flight at
@@ -148,12 +166,12 @@ func BenchmarkHTTPConcurrent64(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := s.conns.Load()
+	m := startMeter(s)
 	run64(b, func() error {
 		_, err := tr.Request(ctx, req, opts)
 		return err
 	})
-	reportConns(b, s, start)
+	m.report(b)
 }
 
 func run64(b *testing.B, call func() error) {
@@ -211,13 +229,13 @@ func BenchmarkHTTPFloorRoundTrip(b *testing.B) {
 	f := newFloor(b, s)
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := s.conns.Load()
+	m := startMeter(s)
 	for range b.N {
 		if err := f.call(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportConns(b, s, start)
+	m.report(b)
 }
 
 // BenchmarkHTTPFloorConcurrent64 is the floor of BenchmarkHTTPConcurrent64.
@@ -226,7 +244,7 @@ func BenchmarkHTTPFloorConcurrent64(b *testing.B) {
 	f := newFloor(b, s)
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := s.conns.Load()
+	m := startMeter(s)
 	run64(b, f.call)
-	reportConns(b, s, start)
+	m.report(b)
 }
