@@ -191,8 +191,9 @@ func run64(b *testing.B, call func() error) {
 	wg.Wait()
 }
 
-// floorClient is the raw net/http floor: the same POST with the standard
-// library alone, on a client that keeps an idle connection per caller.
+// floorClient is the raw net/http floor: the same POST (body and headers,
+// the protocol's among them) with the standard library alone, on a client
+// that keeps an idle connection per caller.
 type floorClient struct {
 	client *nethttp.Client
 	url    string
@@ -214,6 +215,9 @@ func (f *floorClient) call() error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	for _, h := range benchHeaders {
+		req.Header.Set(h.Name, h.Value)
+	}
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return err
