@@ -80,6 +80,19 @@ func (b *base) goLocked(fn func()) {
 	}()
 }
 
+// enter counts the caller's goroutine among the background goroutines
+// that Close waits for, until it calls b.wg.Done; it reports false, without
+// counting it, once the transport has stopped.
+func (b *base) enter() bool {
+	b.core.Mu.Lock()
+	defer b.core.Mu.Unlock()
+	if b.core.ErrLocked() != nil {
+		return false
+	}
+	b.wg.Add(1)
+	return true
+}
+
 // goTracked is goLocked taking b.core.Mu; it reports false, without
 // starting fn, once the transport has stopped.
 func (b *base) goTracked(fn func()) bool {

@@ -312,7 +312,7 @@ func (s *SSE) Request(ctx context.Context, req *jsonrpc.Request, opts transport.
 		s.forget(cl)
 		return nil, s.Err()
 	}
-	return await(ctx, cl, opts, s.done,
+	return await(ctx, cl, opts, 0, s.done,
 		func(reason string) { s.abort(cl, reason) },
 		func() { s.forget(cl) }, s.Err)
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	nethttp "net/http"
+	"net/textproto"
+	"net/url"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -84,7 +86,7 @@ type call struct {
 	values context.Context
 
 	hdrMu sync.Mutex
-	hdrs  []transport.Header // the response headers, lowercase names
+	hdrs  nethttp.Header // the response's headers, lowered by headers()
 
 	// prog holds progress waiting for the caller (internal/progq); nil
 	// without OnProgress.
@@ -96,16 +98,22 @@ func (cl *call) Token() jsonrpc.ID      { return cl.token }
 func (cl *call) Progress() *progq.Queue { return cl.prog }
 
 func (cl *call) setHeaders(h nethttp.Header) {
-	hs := lowerHeaders(h)
 	cl.hdrMu.Lock()
-	cl.hdrs = hs
+	cl.hdrs = h
 	cl.hdrMu.Unlock()
 }
 
+// headers returns the response's headers with lowercase names, or nil
+// before the response; they are lowered only when asked for
+// (opts.OnResponseHeaders).
 func (cl *call) headers() []transport.Header {
 	cl.hdrMu.Lock()
-	defer cl.hdrMu.Unlock()
-	return cl.hdrs
+	h := cl.hdrs
+	cl.hdrMu.Unlock()
+	if h == nil {
+		return nil
+	}
+	return lowerHeaders(h)
 }
 
 func lowerHeaders(h nethttp.Header) []transport.Header {
@@ -160,34 +168,50 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	cl.token, cl.prog = rpc.Progress(&opts, r.Params, t.maxMsg)
 	h := t.requestHeaders(&r, opts.Dialect, opts.Extension, opts.Headers)
 	modern := isModern(h)
+	// The stream's context exists before the call is in the table: a
+	// response routed from another stream cancels it.
+	sctx, cancel := context.WithCancelCause(t.life)
+	cl.cancel = cancel
 
 	// The ID is reserved first; the body is encoded outside the lock.
 	t.core.Mu.Lock()
 	if err := t.core.AddLocked(&r.ID, cl); err != nil {
 		t.core.Mu.Unlock()
+		cancel(nil)
 		return nil, err
 	}
 	cl.id = r.ID
 	t.core.Mu.Unlock()
 	body, err := jsonrpc.Encode(&r)
 	if err != nil {
+		cancel(nil)
 		t.core.Remove(cl.id, cl)
 		return nil, &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the request", Cause: err}
 	}
-	var sctx context.Context
-	sctx, cl.cancel = context.WithCancelCause(t.life)
-	if !t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern) }) {
-		cl.cancel(nil)
+	var (
+		elapsed time.Duration
+		started bool
+	)
+	if cl.prog == nil {
+		// Nothing to deliver while waiting: the POST is sent, and a JSON
+		// answer read, in the caller's goroutine.
+		elapsed, started = t.inline(ctx, sctx, cl, body, h, modern, opts.Timeout)
+	} else {
+		// Progress goes to the caller while the answer is read.
+		started = t.goTracked(func() { t.roundTrip(sctx, cl, body, h, modern) })
+	}
+	if !started {
+		cancel(nil)
 		t.core.Remove(cl.id, cl)
 		return nil, t.Err()
 	}
 
-	resp, err := await(ctx, cl, opts, t.done,
+	resp, err := await(ctx, cl, opts, elapsed, t.done,
 		func(reason string) { t.abort(cl, h, modern, reason) },
 		func() { t.core.Remove(cl.id, cl) }, t.Err)
 	// The response may have come on another stream (a resumed one, the GET
 	// stream): this request's own stream has nothing more to say.
-	cl.cancel(nil)
+	cancel(nil)
 	if opts.OnResponseHeaders != nil {
 		if hs := cl.headers(); hs != nil {
 			opts.OnResponseHeaders(hs)
@@ -196,29 +220,92 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	return resp, err
 }
 
+// errGaveUp cancels the exchange of a caller whose context ended or whose
+// timeout passed while it ran in the caller's goroutine (inline): await
+// then says which, and cancels the request on the server.
+var errGaveUp = errors.New("http: the caller stopped waiting")
+
+// inline runs cl's exchange in the caller's goroutine, as one of the
+// transport's goroutines that Close waits for: the POST, and the reading of
+// a JSON answer, which settles cl. An SSE answer's stream is handed to a
+// goroutine of its own, as roundTrip reads it. The caller's context and
+// timeout interrupt the exchange (with errGaveUp); elapsed is how much of
+// the timeout it used, for await. started is false, and nothing sent, once
+// the transport has stopped.
+//
+// A fresh goroutine per request would grow its stack anew each time
+// through net/http's client, a good part of the CPU of a small call; the
+// caller's has grown already.
+func (t *Transport) inline(ctx, sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool, timeout time.Duration) (elapsed time.Duration, started bool) {
+	if !t.enter() {
+		return 0, false
+	}
+	defer t.wg.Done()
+	var begin time.Time
+	if timeout > 0 {
+		begin = time.Now()
+		tm := time.AfterFunc(timeout, func() { cl.cancel(errGaveUp) })
+		defer tm.Stop()
+	}
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { cl.cancel(errGaveUp) })
+		defer stop()
+	}
+	if stream := t.exchange(sctx, cl, body, h); stream != nil {
+		read := func() {
+			defer cl.cancel(nil)
+			t.readCallStream(sctx, cl, stream, h, modern)
+		}
+		if !t.goTracked(read) {
+			stream.Close()
+		}
+	}
+	if timeout > 0 {
+		elapsed = time.Since(begin)
+	}
+	return elapsed, true
+}
+
 // requestHeaders returns the protocol headers of one message.
 func (t *Transport) requestHeaders(req *jsonrpc.Request, d, e transport.PolicySource, extra []transport.Header) nethttp.Header {
 	h := make(nethttp.Header, 4+len(extra))
 	if d != nil {
 		for _, x := range d.TransportPolicy(req).Headers {
-			h.Set(x.Name, x.Value)
+			h[canonicalKey(x.Name)] = []string{x.Value}
 		}
 	}
 	if e != nil {
 		for _, x := range e.TransportPolicy(req).Headers {
-			h.Set(x.Name, x.Value)
+			h[canonicalKey(x.Name)] = []string{x.Value}
 		}
 	}
 	for _, x := range extra {
-		h.Set(x.Name, x.Value)
+		h[canonicalKey(x.Name)] = []string{x.Value}
 	}
 	return h
 }
 
+// The canonical forms of the protocol's header names that are not
+// canonical as spelt.
+var canonProtocolVersion = textproto.CanonicalMIMEHeaderKey(transport.HeaderProtocolVersion)
+
+// canonicalKey returns name as nethttp.Header.Set would key it: the
+// protocol's own header names come canonical already, instead of being
+// canonicalised (MCP-Protocol-Version: a new string) per request.
+func canonicalKey(name string) string {
+	switch name {
+	case transport.HeaderProtocolVersion:
+		return canonProtocolVersion
+	case transport.HeaderSessionID, transport.HeaderMethod, transport.HeaderName:
+		return name
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}
+
 // isModern reports whether headers h belong to the 2026-07-28 era.
 func isModern(h nethttp.Header) bool {
-	v := h.Get(transport.HeaderProtocolVersion)
-	return v != "" && v >= modernVersion
+	v := h[canonProtocolVersion]
+	return len(v) > 0 && v[0] != "" && v[0] >= modernVersion
 }
 
 // baseHeaders keeps, of a request's headers, those that describe the
@@ -226,9 +313,9 @@ func isModern(h nethttp.Header) bool {
 // messages sent on its behalf: answers, cancellations, resumptions.
 func baseHeaders(h nethttp.Header) nethttp.Header {
 	b := make(nethttp.Header, 2)
-	for _, name := range []string{transport.HeaderProtocolVersion, transport.HeaderSessionID} {
-		if v := h.Get(name); v != "" {
-			b.Set(name, v)
+	for _, name := range []string{canonProtocolVersion, transport.HeaderSessionID} {
+		if v := h[name]; len(v) > 0 && v[0] != "" {
+			b[name] = []string{v[0]}
 		}
 	}
 	return b
@@ -236,39 +323,80 @@ func baseHeaders(h nethttp.Header) nethttp.Header {
 
 // do sends one HTTP request. body nil means none. The request's body is
 // replayable (GetBody is set), for an authorizing RoundTripper that
-// retries.
+// retries. The request is built from the URL parsed at New (a copy of it,
+// which a RoundTripper may not share with the next request) and headers
+// already in canonical form, as nethttp.NewRequestWithContext would build
+// it, without parsing the URL again.
 func (t *Transport) do(ctx context.Context, method string, body []byte, h nethttp.Header, lastEventID string) (*nethttp.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := nethttp.NewRequestWithContext(ctx, method, t.url, rd)
-	if err != nil {
-		return nil, redact.Error(err)
-	}
+	u := new(url.URL)
+	*u = *t.url
+	hdr := make(nethttp.Header, len(t.header)+len(h)+2)
 	for name, values := range t.header {
-		req.Header[name] = append([]string(nil), values...)
+		hdr[name] = append([]string(nil), values...)
 	}
 	for name, values := range h {
-		req.Header[name] = values
+		hdr[name] = values
 	}
 	switch method {
 	case nethttp.MethodPost:
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Content-Type", "application/json")
+		hdr["Accept"] = acceptPost[:1:1]
+		hdr["Content-Type"] = contentTypeJSON[:1:1]
 	case nethttp.MethodGet:
-		req.Header.Set("Accept", "text/event-stream")
+		hdr["Accept"] = acceptSSE[:1:1]
 	}
 	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
+		hdr["Last-Event-Id"] = []string{lastEventID}
 	}
-	resp, err := t.client.Do(req)
+	tmpl := nethttp.Request{
+		Method:     method,
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     hdr,
+		Host:       u.Host,
+	}
+	if body != nil {
+		tmpl.ContentLength = int64(len(body))
+		tmpl.Body = nethttp.NoBody
+		tmpl.GetBody = noBody
+		if len(body) > 0 {
+			tmpl.Body = io.NopCloser(bytes.NewReader(body))
+			tmpl.GetBody = func() (io.ReadCloser, error) {
+				return io.NopCloser(bytes.NewReader(body)), nil
+			}
+		}
+	}
+	resp, err := t.client.Do(tmpl.WithContext(ctx))
 	// The error names the URL, whose query may hold a credential.
 	return resp, redact.Error(err)
 }
 
+// The values of the fixed request headers, shared by every request with a
+// capacity of their length: an append by a RoundTripper copies them.
+var (
+	acceptPost      = []string{"application/json, text/event-stream"}
+	acceptSSE       = []string{"text/event-stream"}
+	contentTypeJSON = []string{"application/json"}
+)
+
+func noBody() (io.ReadCloser, error) { return nethttp.NoBody, nil }
+
+// mediaType returns the media type of h's Content-Type, lowercase, or ""
+// when it is missing or not valid.
 func mediaType(h nethttp.Header) string {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	v := h["Content-Type"]
+	if len(v) == 0 {
+		return ""
+	}
+	// The usual answers, without parameters, need no parsing.
+	switch v[0] {
+	case "application/json":
+		return "application/json"
+	case "text/event-stream":
+		return "text/event-stream"
+	}
+	mt, _, err := mime.ParseMediaType(v[0])
 	if err != nil {
 		return ""
 	}
@@ -279,42 +407,55 @@ func mediaType(h nethttp.Header) string {
 // to cl unless cl was given up first.
 func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h nethttp.Header, modern bool) {
 	defer cl.cancel(nil)
+	if stream := t.exchange(sctx, cl, body, h); stream != nil {
+		t.readCallStream(sctx, cl, stream, h, modern)
+	}
+}
+
+// exchange POSTs a request and settles cl with its answer: a JSON body, a
+// failure status. An SSE stream's body is returned instead, for
+// readCallStream, which closes it. A failure after cl was given up (its
+// stream's context cancelled while the transport runs) settles nothing:
+// whoever gave it up answers the caller.
+func (t *Transport) exchange(sctx context.Context, cl *call, body []byte, h nethttp.Header) (stream io.ReadCloser) {
 	resp, err := t.do(sctx, nethttp.MethodPost, body, h, "")
 	if err != nil {
-		t.settle(cl, outcome{err: t.connError(sctx, "POST failed", err)})
-		return
+		t.settleFailed(sctx, cl, "POST failed", err)
+		return nil
 	}
-	defer resp.Body.Close()
 	cl.setHeaders(resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
 		r, err := t.failure(resp, h, cl.id, true)
 		t.settle(cl, outcome{resp: r, err: err})
-		return
+		return nil
 	}
 	switch mediaType(resp.Header) {
 	case "text/event-stream":
-		t.readCallStream(sctx, cl, resp.Body, h, modern)
+		return resp.Body
 	case "application/json":
-		data, err := readBounded(resp.Body, t.maxMsg)
+		defer resp.Body.Close()
+		data, err := readBody(resp, t.maxMsg)
 		if err != nil {
-			t.settle(cl, outcome{err: t.connError(sctx, "reading the response failed", err)})
-			return
+			t.settleFailed(sctx, cl, "reading the response failed", err)
+			return nil
 		}
 		msg, err := jsonrpc.Decode(data)
 		if err != nil {
 			// The decoder's error quotes the body: only its capped, escaped
 			// text goes into the error.
 			t.settle(cl, outcome{err: transport.ConnectionError("the response body is not a JSON-RPC message: "+capText(data), errors.New(capString(safetext.Escape(err.Error(), false))))})
-			return
+			return nil
 		}
 		r, ok := msg.(*jsonrpc.Response)
 		if !ok || (r.ID != cl.id && r.ID.IsValid()) {
 			t.settle(cl, outcome{err: transport.ConnectionError("the response body is not the response to the request: "+capText(data), nil)})
-			return
+			return nil
 		}
 		r.ID = cl.id
 		t.settle(cl, outcome{resp: r})
 	default:
+		defer resp.Body.Close()
 		data, _ := readBounded(resp.Body, errorBodyCap)
 		what := fmt.Sprintf("the server answered the request with HTTP %d and Content-Type %q", resp.StatusCode, safetext.Escape(capString(resp.Header.Get("Content-Type")), false))
 		if len(bytes.TrimSpace(data)) == 0 {
@@ -322,6 +463,17 @@ func (t *Transport) roundTrip(sctx context.Context, cl *call, body []byte, h net
 		}
 		t.settle(cl, outcome{err: transport.ConnectionError(what, &transport.StatusError{Status: resp.StatusCode, Body: capText(data)})})
 	}
+	return nil
+}
+
+// settleFailed settles cl with the -32000 error of a failed exchange,
+// unless cl was given up (its stream's context cancelled while the
+// transport runs): its caller is answered by whoever gave it up.
+func (t *Transport) settleFailed(sctx context.Context, cl *call, msg string, err error) {
+	if sctx.Err() != nil && t.life.Err() == nil {
+		return
+	}
+	t.settle(cl, outcome{err: t.connError(sctx, msg, err)})
 }
 
 // settle delivers the outcome of cl once, if cl is still waiting.
@@ -391,6 +543,43 @@ func readBounded(r io.Reader, max int) ([]byte, error) {
 		return data[:max], fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
 	}
 	return data, nil
+}
+
+// presizeMax is the largest Content-Length readBody allocates for before
+// the bytes arrive: a server declaring 16 MiB and sending nothing would
+// otherwise make each request allocate 16 MiB for free. Larger bodies
+// grow the buffer as they come.
+const presizeMax = 64 << 10
+
+// readBody is readBounded of resp's body into one buffer sized by its
+// Content-Length, when that is given and at most presizeMax and max,
+// instead of a buffer grown as it fills. Past the declared length (which
+// net/http does not let through) it reads on as readBounded does.
+func readBody(resp *nethttp.Response, max int) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > int64(min(max, presizeMax)) {
+		return readBounded(resp.Body, max)
+	}
+	buf := make([]byte, 0, n+1) // + the read that sees the end
+	for len(buf) < cap(buf) {
+		m, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > max {
+		return buf[:max], fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	rest, err := readBounded(resp.Body, max-len(buf))
+	buf = append(buf, rest...)
+	if errors.Is(err, ErrTooLarge) {
+		return buf, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+	}
+	return buf, err
 }
 
 // capText returns the start of a server's text, escaped, for an error.
@@ -561,17 +750,29 @@ func (t *Transport) routeResponse(r *jsonrpc.Response) {
 	switch {
 	case ok:
 		cl.result <- outcome{resp: r}
+		// Its own POST has nothing more to say; a caller waiting in it
+		// (inline) returns.
+		cl.cancel(nil)
 	case ls != nil:
 		ls.Respond(r)
 	}
 }
 
 // await waits for cl's outcome, delivering its progress; giving up, it
-// aborts cl with abort's reason. done is the transport's end, after which
-// forget drops cl and ended says why.
-func await(ctx context.Context, cl *call, opts transport.RequestOptions, done <-chan struct{}, abort func(reason string), forget func(), ended func() error) (*jsonrpc.Response, error) {
+// aborts cl with abort's reason. elapsed is how much of the timeout has
+// passed already (the exchange ran in the caller's goroutine). done is the
+// transport's end, after which forget drops cl and ended says why.
+func await(ctx context.Context, cl *call, opts transport.RequestOptions, elapsed time.Duration, done <-chan struct{}, abort func(reason string), forget func(), ended func() error) (*jsonrpc.Response, error) {
 	var pol rpc.Await // the timeout, its reset by progress, the delivery
 	pol.Start(&opts, cl.prog)
+	select {
+	case o := <-cl.result: // settled already: no timer
+		if err := pol.Deliver(); err != nil {
+			return nil, err
+		}
+		return o.resp, o.err
+	default:
+	}
 	var (
 		timer  *time.Timer
 		timerC <-chan time.Time
@@ -581,6 +782,7 @@ func await(ctx context.Context, cl *call, opts transport.RequestOptions, done <-
 		if !ok {
 			return
 		}
+		d, elapsed = d-elapsed, 0
 		if timer == nil {
 			timer = time.NewTimer(d)
 			timerC = timer.C

@@ -17,6 +17,18 @@ import (
 // as stdio's line limit.
 const DefaultMaxMessageBytes = jsonrpc.DefaultMaxLineBytes
 
+// maxIdleConnsPerHost is how many idle connections the transport's own
+// client (Config.HTTPClient nil) keeps to the endpoint: up to this many
+// callers with requests in flight at once each reuse a connection (HTTP/1.1
+// carries one request at a time per connection). More concurrent callers
+// still work; the connections beyond the bound are closed after their
+// response instead of being kept, and opened anew. Idle connections close
+// after 90 seconds unused, and all of them at Close. It is 256: well above
+// the 16 server requests answered at once by default
+// (snodo.Options.MaxServerRequests), whose answers are POSTs too, and the
+// dozens of callers a client usually has.
+const maxIdleConnsPerHost = 256
+
 // ErrClosed is the cause of the error of requests that fail because the
 // transport was closed.
 var ErrClosed = errors.New("http: transport closed")
@@ -44,8 +56,12 @@ type Config struct {
 	// HTTPClient sends the requests. nil means a client of Snodo's own:
 	// proxies from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY),
 	// HTTP/2 when the server offers it over TLS, no overall timeout, since
-	// response streams are long, and the redirect policy CheckRedirect.
-	// Its idle connections are closed with the transport. An authorizing
+	// response streams are long, the redirect policy CheckRedirect, and up
+	// to 256 idle connections kept to the endpoint, so that as many
+	// concurrent callers each reuse a connection instead of opening one
+	// per request. Its idle connections are closed with the transport.
+	// A client given here keeps its own limits: net/http's default keeps
+	// only 2 idle connections per host. An authorizing
 	// http.RoundTripper goes here. Whatever the given client's own
 	// CheckRedirect, the transport sends it a copy that follows no
 	// redirect to another origin; its policy applies to the others.
@@ -75,7 +91,7 @@ type Config struct {
 // is safe for concurrent use.
 type Transport struct {
 	base
-	url string
+	url *url.URL // Config.URL, parsed once; each request gets a copy
 
 	// Guarded by core.Mu:
 	get    *getStream      // the standalone GET stream's loop, while it runs
@@ -99,7 +115,9 @@ func New(cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{url: u.String()}
+	// As nethttp.NewRequest does with the URL it parses: "host:" is "host".
+	u.Host = strings.TrimSuffix(u.Host, ":")
+	t := &Transport{url: u}
 	t.init(cfg)
 	return t, nil
 }
@@ -140,8 +158,10 @@ func clientFor(given *nethttp.Client) (client *nethttp.Client, own *nethttp.Tran
 	if given == nil {
 		own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
 		own.ForceAttemptHTTP2 = true
-		// Concurrent requests to one endpoint keep their connections.
-		own.MaxIdleConnsPerHost = 16
+		// Concurrent requests to one endpoint keep their connections: one
+		// endpoint is one host, so the total is the per-host bound.
+		own.MaxIdleConnsPerHost = maxIdleConnsPerHost
+		own.MaxIdleConns = maxIdleConnsPerHost
 		return &nethttp.Client{Transport: own, CheckRedirect: CheckRedirect}, own
 	}
 	c := *given
