@@ -522,16 +522,10 @@ func (c *Client) callParams(ctx context.Context, method string, params []byte, o
 }
 
 // send sends method with params, as callParams does, without the
-// interceptors.
+// interceptors: round after round while the server asks for input (the
+// 2026-07-28 era), once again in a new session or after re-reading the
+// tools' headers when the server says so.
 func (c *Client) send(ctx context.Context, method string, params []byte, own bool, cc *callConfig) (json.RawMessage, error) {
-	var (
-		inputResponses []byte          // this round's answers, or nil
-		requestState   json.RawMessage // the server's state, verbatim, or nil
-		deadline       time.Time       // the call's total deadline, if any
-	)
-	if cc.maxTotal > 0 {
-		deadline = time.Now().Add(cc.maxTotal)
-	}
 	if err := c.keepaliveErr(); err != nil {
 		return nil, err
 	}
@@ -541,97 +535,27 @@ func (c *Client) send(ctx context.Context, method string, params []byte, own boo
 	if method == "logging/setLevel" {
 		c.noteDeprecated(method)
 	}
-	onProgress := c.progressFunc(ctx, cc)
-	if ownsProgressToken(cc) {
-		// The task code sent its own token and routes its progress.
-		onProgress = nil
-	}
-	d := c.callDialect(cc)
-	headers := c.messageHeaders(method, params)
-	var extension transport.PolicySource
-	if c.headers {
-		extension = d.extension(method)
-	}
-	refreshed := false // tools/list was read again after a -32020
-	renewed := false   // sent again in a new session after a 404
+	s := c.newSending(ctx, method, params, own, cc)
+	var (
+		inputResponses []byte          // this round's answers, or nil
+		requestState   json.RawMessage // the server's state, verbatim, or nil
+	)
 	for round := 0; ; round++ {
-		var tail []byte
-		if inputResponses != nil {
-			tail = appendMember(tail, "inputResponses", inputResponses)
+		resp, err := s.request(ctx, round, roundTail(inputResponses, requestState))
+		if retry, rerr := s.again(ctx, resp, err); rerr != nil {
+			return nil, rerr
+		} else if retry {
+			round--
+			continue
 		}
-		if requestState != nil {
-			if len(tail) > 0 {
-				tail = append(tail, ',')
-			}
-			tail = appendMember(tail, "requestState", requestState)
-		}
-		var (
-			tokenID jsonrpc.ID
-			token   []byte
-		)
-		if onProgress != nil {
-			tokenID, token = c.progressToken()
-		}
-		p, err := buildParams(d, cc, token, params, tail, own)
 		if err != nil {
-			return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for %s", method)
-		}
-		req := &jsonrpc.Request{Method: method, Params: p}
-		ropts := transport.RequestOptions{
-			Timeout:                cc.timeout,
-			Dialect:                d,
-			Extension:              extension,
-			Headers:                headers,
-			OnResponseHeaders:      cc.onResponseHeaders,
-			OnProgress:             onProgress,
-			ProgressToken:          tokenID,
-			ResetTimeoutOnProgress: cc.resetOnProgess,
-			MaxTotalTimeout:        cc.maxTotal,
-		}
-		if round > 0 && !deadline.IsZero() {
-			ropts.MaxTotalTimeout = max(time.Until(deadline), time.Millisecond)
-		}
-		resp, err := c.t.Request(ctx, req, ropts)
-		if err != nil {
-			if kerr := c.keepaliveErr(); kerr != nil && ctx.Err() == nil {
-				// The keepalive ping failed and closed the connection.
-				return nil, kerr
-			}
-			if !renewed && c.headers && retryInNewSession(method, err) {
-				// The server ended the session without handling the
-				// request: once, in a new session (session.go).
-				renewed = true
-				if rerr := c.renewSession(ctx, sessionOf(headers), method); rerr != nil {
-					return nil, rerr
-				}
-				if cc.logLevel != "" {
-					// The level asked for went with the old session.
-					if err := c.dialect.applyLogLevel(ctx, c, method, cc.logLevel); err != nil {
-						return nil, err
-					}
-				}
-				headers = c.messageHeaders(method, params)
-				round--
-				continue
-			}
 			return nil, err
-		}
-		if resp.Error != nil && resp.Error.Code == jsonrpc.CodeHeaderMismatch && method == "tools/call" && c.paramHeaders() && !refreshed {
-			// The tool's x-mcp-header annotations may have changed: read
-			// them again and retry once (streamable-http.mdx, "Client
-			// Behavior").
-			refreshed = true
-			if err := c.refreshToolHeaders(ctx); err == nil {
-				headers = c.messageHeaders(method, params)
-				round--
-				continue
-			}
 		}
 		if resp.Error != nil {
 			cc.answer = c.serverError(method, resp.Error)
 			return nil, cc.answer
 		}
-		if !d.inputRounds() || acceptsTask(cc, resp.Result) {
+		if !s.d.inputRounds() || acceptsTask(cc, resp.Result) {
 			return resp.Result, nil
 		}
 		ir, err := readResultType(resp.Result)
@@ -649,12 +573,130 @@ func (c *Client) send(ctx context.Context, method string, params []byte, own boo
 			return nil, protocolError(jsonrpc.CodeInternalError, ErrTooManyRounds,
 				"%s: the server still asks for input after %d rounds", method, c.cfg.maxRounds)
 		}
-		inputResponses, err = c.answerInputs(ctx, method, ir.InputRequests, cc, deadline)
+		inputResponses, err = c.answerInputs(ctx, method, ir.InputRequests, cc, s.deadline)
 		if err != nil {
 			return nil, err
 		}
 		requestState = ir.RequestState
 	}
+}
+
+// sending is one call of send: what every round of it sends the same way.
+type sending struct {
+	c          *Client
+	method     string
+	params     []byte
+	own        bool
+	cc         *callConfig
+	d          dialect
+	headers    []transport.Header
+	extension  transport.PolicySource
+	onProgress transport.ProgressFunc
+	deadline   time.Time // the call's total deadline, if any
+	refreshed  bool      // tools/list was read again after a -32020
+	renewed    bool      // sent again in a new session after a 404
+}
+
+func (c *Client) newSending(ctx context.Context, method string, params []byte, own bool, cc *callConfig) sending {
+	s := sending{c: c, method: method, params: params, own: own, cc: cc,
+		d: c.callDialect(cc), headers: c.messageHeaders(method, params)}
+	if cc.maxTotal > 0 {
+		s.deadline = time.Now().Add(cc.maxTotal)
+	}
+	s.onProgress = c.progressFunc(ctx, cc)
+	if ownsProgressToken(cc) {
+		// The task code sent its own token and routes its progress.
+		s.onProgress = nil
+	}
+	if c.headers {
+		s.extension = s.d.extension(method)
+	}
+	return s
+}
+
+// roundTail is the members a round adds to the params: the answers to the
+// last round's input requests and the server's state, or nil.
+func roundTail(inputResponses []byte, requestState json.RawMessage) []byte {
+	var tail []byte
+	if inputResponses != nil {
+		tail = appendMember(tail, "inputResponses", inputResponses)
+	}
+	if requestState != nil {
+		if len(tail) > 0 {
+			tail = append(tail, ',')
+		}
+		tail = appendMember(tail, "requestState", requestState)
+	}
+	return tail
+}
+
+// request sends round number round, its params ending with tail.
+func (s *sending) request(ctx context.Context, round int, tail []byte) (*jsonrpc.Response, error) {
+	var (
+		tokenID jsonrpc.ID
+		token   []byte
+	)
+	if s.onProgress != nil {
+		tokenID, token = s.c.progressToken()
+	}
+	p, err := buildParams(s.d, s.cc, token, s.params, tail, s.own)
+	if err != nil {
+		return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for %s", s.method)
+	}
+	ropts := transport.RequestOptions{
+		Timeout:                s.cc.timeout,
+		Dialect:                s.d,
+		Extension:              s.extension,
+		Headers:                s.headers,
+		OnResponseHeaders:      s.cc.onResponseHeaders,
+		OnProgress:             s.onProgress,
+		ProgressToken:          tokenID,
+		ResetTimeoutOnProgress: s.cc.resetOnProgess,
+		MaxTotalTimeout:        s.cc.maxTotal,
+	}
+	if round > 0 && !s.deadline.IsZero() {
+		ropts.MaxTotalTimeout = max(time.Until(s.deadline), time.Millisecond)
+	}
+	return s.c.t.Request(ctx, &jsonrpc.Request{Method: s.method, Params: p}, ropts)
+}
+
+// again reports whether the round just sent (resp, or its error err)
+// should be sent again, once each: in a new session when the server ended
+// the last one without handling the request (session.go), or after the
+// tools' x-mcp-header annotations were read again when the server says
+// they changed (streamable-http.mdx, "Client Behavior"). An error it
+// returns ends the call; a keepalive failure takes the place of err.
+func (s *sending) again(ctx context.Context, resp *jsonrpc.Response, err error) (bool, error) {
+	c := s.c
+	if err != nil {
+		if kerr := c.keepaliveErr(); kerr != nil && ctx.Err() == nil {
+			// The keepalive ping failed and closed the connection.
+			return false, kerr
+		}
+		if s.renewed || !c.headers || !retryInNewSession(s.method, err) {
+			return false, nil
+		}
+		s.renewed = true
+		if rerr := c.renewSession(ctx, sessionOf(s.headers), s.method); rerr != nil {
+			return false, rerr
+		}
+		if s.cc.logLevel != "" {
+			// The level asked for went with the old session.
+			if err := c.dialect.applyLogLevel(ctx, c, s.method, s.cc.logLevel); err != nil {
+				return false, err
+			}
+		}
+		s.headers = c.messageHeaders(s.method, s.params)
+		return true, nil
+	}
+	if resp.Error != nil && resp.Error.Code == jsonrpc.CodeHeaderMismatch && s.method == "tools/call" && c.paramHeaders() && !s.refreshed {
+		s.refreshed = true
+		if err := c.refreshToolHeaders(ctx); err == nil {
+			s.headers = c.messageHeaders(s.method, s.params)
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // serverError is the error a server answered a request of method with:

@@ -278,6 +278,48 @@ func (r *Runner) startServer(ctx context.Context) error {
 
 // connect opens the client over the connection, with every handler.
 func (r *Runner) connect(ctx context.Context) error {
+	opts := r.clientOptions()
+	// HTTP+SSE carries the legacy era only: no server/discover probe.
+	sseOpts := opts
+	if sseOpts.Era == snodo.EraAuto && sseOpts.ProtocolVersion == "" {
+		sseOpts.Era = snodo.EraLegacy
+	}
+	if r.cfg.Server.Remote() && r.cfg.Server.Transport == TransportSSE {
+		if err := r.dialSSE(ctx); err != nil {
+			return err
+		}
+		opts = sseOpts
+	}
+	c, err := snodo.Connect(ctx, r.transport(), &opts)
+	if status, ok := r.sseFallback(err); err != nil && ok {
+		r.log.Info("the server refused the Streamable HTTP initialize; trying the HTTP+SSE transport of 2024-11-05 at the same URL",
+			"url", redact.URL(r.cfg.Server.URL), "status", status)
+		_ = r.remote.Close()
+		r.remote = nil
+		if err := r.dialSSE(ctx); err != nil {
+			var je *jsonrpc.Error
+			if errors.As(err, &je) {
+				e := *je
+				e.Message = fmt.Sprintf("the server answered the Streamable HTTP initialize with HTTP %d, and the HTTP+SSE transport (2024-11-05) at the same URL failed too: %s", status, je.Message)
+				return &e
+			}
+			return err
+		}
+		c, err = snodo.Connect(ctx, r.remote, &sseOpts)
+	}
+	if err != nil {
+		return err
+	}
+	r.client = c
+	srv := c.Server()
+	r.log.Debug("connected", "era", srv.Era, "version", srv.ProtocolVersion, "server", srv.Implementation)
+	return nil
+}
+
+// clientOptions are the client's Options: the caller's ClientOptions
+// first, then what this Config says where they leave a field unset, the
+// handlers, consumers and interceptors of the modules loaded.
+func (r *Runner) clientOptions() snodo.Options {
 	// The caller's ClientOptions first, then what this Config says where
 	// they leave a field unset.
 	opts := r.cfg.ClientOptions
@@ -367,41 +409,7 @@ func (r *Runner) connect(ctx context.Context) error {
 		opts.Interceptors = append(opts.Interceptors, i)
 	}
 	opts.Interceptors = append(opts.Interceptors, r.cfg.ClientOptions.Interceptors...)
-	// HTTP+SSE carries the legacy era only: no server/discover probe.
-	sseOpts := opts
-	if sseOpts.Era == snodo.EraAuto && sseOpts.ProtocolVersion == "" {
-		sseOpts.Era = snodo.EraLegacy
-	}
-	if r.cfg.Server.Remote() && r.cfg.Server.Transport == TransportSSE {
-		if err := r.dialSSE(ctx); err != nil {
-			return err
-		}
-		opts = sseOpts
-	}
-	c, err := snodo.Connect(ctx, r.transport(), &opts)
-	if status, ok := r.sseFallback(err); err != nil && ok {
-		r.log.Info("the server refused the Streamable HTTP initialize; trying the HTTP+SSE transport of 2024-11-05 at the same URL",
-			"url", redact.URL(r.cfg.Server.URL), "status", status)
-		_ = r.remote.Close()
-		r.remote = nil
-		if err := r.dialSSE(ctx); err != nil {
-			var je *jsonrpc.Error
-			if errors.As(err, &je) {
-				e := *je
-				e.Message = fmt.Sprintf("the server answered the Streamable HTTP initialize with HTTP %d, and the HTTP+SSE transport (2024-11-05) at the same URL failed too: %s", status, je.Message)
-				return &e
-			}
-			return err
-		}
-		c, err = snodo.Connect(ctx, r.remote, &sseOpts)
-	}
-	if err != nil {
-		return err
-	}
-	r.client = c
-	srv := c.Server()
-	r.log.Debug("connected", "era", srv.Era, "version", srv.ProtocolVersion, "server", srv.Implementation)
-	return nil
+	return opts
 }
 
 // recording wraps a handler so that its failures are remembered: a legacy
