@@ -115,7 +115,7 @@ for dir in "$root"/rust/*/; do
 	name=$(basename "$dir")
 	[ -f "$dir/src/lib.rs" ] || continue
 	"$rust_rustc" "${rustflags[@]}" -C lto=fat --crate-type cdylib --crate-name "${name//-/_}" -C "metadata=$name" \
-		--extern "snodo_guest=$tmp/libsnodo_guest.rlib" -o "$tmp/$name.wasm" "$dir/src/lib.rs"
+		--extern "snodo_guest=$tmp/libsnodo_guest.rlib" -o "$tmp/$name.wasm" "${dir}src/lib.rs"
 	check "$tmp/$name.wasm" "$dir$name.wasm"
 done
 

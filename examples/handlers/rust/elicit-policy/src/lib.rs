@@ -7,10 +7,11 @@
 //! ```
 //!
 //! The first rule whose "match" occurs in the message (case-insensitively)
-//! decides the action. An accepted form is filled from "values", then from
-//! the schema's defaults; a required field left empty, or a value of the
-//! wrong type, turns the answer into "onMissing". URL-mode elicitations get
-//! "url".
+//! decides the action and adds its "values". An accepted form is filled,
+//! field by field, with the first of the rule's values, "values" and the
+//! schema's default that has the field's type and is in its enum; a
+//! required field left without one turns the answer into "onMissing".
+//! URL-mode elicitations get "url".
 
 use snodo_guest::{
     with_config, Context, ElicitAction, ElicitRequest, ElicitResult, Error, FieldValue, Property, Registry, Value,
@@ -35,8 +36,14 @@ fn field(p: &Property<'_>, v: &Value<'_>) -> Option<FieldValue> {
             }
             Some(FieldValue::String(s.to_string()))
         }
-        ("integer", v) => v.as_i64().map(FieldValue::Integer),
-        ("number", v) => v.as_f64().map(FieldValue::Number),
+        ("integer", v @ Value::Number(_)) => {
+            let f = v.as_f64()?;
+            if f.fract() != 0.0 {
+                return None;
+            }
+            v.as_i64().map(FieldValue::Integer)
+        }
+        ("number", v @ Value::Number(_)) => v.as_f64().map(FieldValue::Number),
         ("boolean", Value::Bool(b)) => Some(FieldValue::Bool(*b)),
         ("array", Value::Array(a)) => a
             .iter()
@@ -57,11 +64,13 @@ fn answer(ctx: &Context<'_>, req: &ElicitRequest<'_>) -> Result<ElicitResult, Er
         let mut a = action(cfg, "action", ElicitAction::Accept)?;
         let on_missing = action(cfg, "onMissing", ElicitAction::Decline)?;
         let msg = req.message.to_lowercase();
+        let mut rule_values = None;
         if let Some(rules) = cfg.get("rules").and_then(Value::as_array) {
             for r in rules {
                 let m = r.get("match").and_then(Value::as_str).unwrap_or("");
                 if !m.is_empty() && msg.contains(&m.to_lowercase()) {
                     a = action(r, "action", a)?;
+                    rule_values = r.get("values");
                     ctx.debug(&format!("rule {:?} matched: {}", m, a.as_str()));
                     break;
                 }
@@ -73,8 +82,12 @@ fn answer(ctx: &Context<'_>, req: &ElicitRequest<'_>) -> Result<ElicitResult, Er
         let values = cfg.get("values");
         let mut content = Vec::new();
         for p in &req.requested_schema.properties {
-            let given = values.and_then(|v| v.get(&p.name)).or(p.default.as_ref());
-            match given.and_then(|v| field(p, v)) {
+            let candidates = [
+                rule_values.and_then(|v| v.get(&p.name)),
+                values.and_then(|v| v.get(&p.name)),
+                p.default.as_ref(),
+            ];
+            match candidates.iter().flatten().find_map(|v| field(p, v)) {
                 Some(v) => content.push((p.name.to_string(), v)),
                 None if req.requested_schema.is_required(&p.name) => {
                     ctx.info(&format!("no value for required field {:?}: {}", p.name, on_missing.as_str()));
