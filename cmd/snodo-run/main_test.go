@@ -33,6 +33,10 @@ var (
 	elicitWasm   string // examples/handlers/go/elicit-policy
 	samplingWasm string // examples/handlers/go/sampling-echo
 	testkitWasm  string // testdata/testkit: roots from config, progress consumer
+
+	// goCache is the user's Go build cache, which the tests that build
+	// Go modules keep using once HOME is a temporary directory.
+	goCache string
 )
 
 // Modules committed beside their WAT source.
@@ -99,6 +103,9 @@ func buildAll(dir string) error {
 		{elicitWasm, "../../examples/handlers/go/elicit-policy", true},
 		{samplingWasm, "../../examples/handlers/go/sampling-echo", true},
 		{testkitWasm, "./testdata/testkit", true},
+	}
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		goCache = strings.TrimSpace(string(out))
 	}
 	for _, b := range builds {
 		args := []string{"build", "-o", b.out}
