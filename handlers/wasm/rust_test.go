@@ -178,3 +178,20 @@ func TestRustGuestErrorIsAnsweredAsGiven(t *testing.T) {
 		t.Fatalf("an error answer discarded the instance: %+v", st)
 	}
 }
+
+// The Rust guest's JSON parser bounds nesting: a request nested 100,000
+// deep is refused -32602 by the module, which neither overflows its stack
+// nor loses its instance.
+func TestRustGuestRefusesDeepNestingWithoutCrashing(t *testing.T) {
+	h := newHost(t)
+	m := load(t, h, rustExample(t, "elicit-policy"))
+	deep := `{"message":"x","_meta":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`
+	_, err := m.HandleRequest(context.Background(), "elicitation/create", json.RawMessage(deep))
+	wantHandlerError(t, err, jsonrpc.CodeInvalidParams, "invalid request envelope", "nested too deeply")
+	if st := m.Stats(); st.Discarded != 0 {
+		t.Fatalf("deep nesting discarded the instance: %+v", st)
+	}
+	if got := policyAnswer(t, m, "hello"); !strings.HasPrefix(got, `{"action":`) {
+		t.Fatalf("next call: %s", got)
+	}
+}
