@@ -119,6 +119,16 @@ for dir in "$root"/rust/*/; do
 	check "$tmp/$name.wasm" "$dir$name.wasm"
 done
 
+# The Rust guest crate's own tests (its JSON parser's bounds, the entry
+# points' statuses and errors), natively.
+rust_cargo=${SNODO_CARGO:-/usr/bin/cargo}
+if [ -x "$rust_cargo" ]; then
+	(cd abi/guest-rust && RUSTC="$rust_rustc" RUSTDOC="$(dirname "$rust_rustc")/rustdoc" CARGO_TARGET_DIR="$tmp/cargo" "$rust_cargo" test --quiet --offline) ||
+		failed+=("abi/guest-rust: cargo test failed")
+else
+	failed+=("cargo at $rust_cargo — Debian package cargo (or set SNODO_CARGO) — for abi/guest-rust's tests")
+fi
+
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "build-examples: FAILED:" >&2
 	printf '  - %s\n' "${failed[@]}" >&2
