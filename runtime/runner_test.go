@@ -63,40 +63,49 @@ func textOf(res *snodo.CallToolResult) string {
 }
 
 // "a handler written once answers the same elicitation from a legacy and
-// from a modern server": one Config, one Go-compiled Wasm module, the demo
-// server in each era, through the whole runtime.
+// from a modern server": one Config, one Wasm module (the Go-compiled
+// and the Rust-compiled elicitation policy), the demo server in each era,
+// through the whole runtime.
 func TestOneWasmHandlerAnswersDemoElicitationInBothEras(t *testing.T) {
 	examples(t)
-	for _, era := range []string{"legacy", "modern"} {
-		t.Run(era, func(t *testing.T) {
-			ctx := context.Background()
-			rt, err := Start(ctx, Config{
-				Server: Server{Command: demoBin, Args: []string{"--era", era}},
-				Handlers: []HandlerModule{{ModuleConfig: ModuleConfig{Path: elicitWasm,
-					Config: json.RawMessage(`{"values":{"name":"Grace","plan":"pro"}}`)}}},
-				// The default compilation cache: compiling a Go-built module
-				// in a race-instrumented process takes long, once.
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := rt.Client().Server().Era.String(); got != era {
-				t.Errorf("connected in the %s era, want %s", got, era)
-			}
-			res, err := rt.Client().CallTool(ctx, "register", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := textOf(res); got != "registered Grace (age 36, plan pro, newsletter false)" {
-				t.Errorf("register answered %q", got)
-			}
-			if err := rt.Close(ctx); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-			if st := rt.ExitState(); st == nil || !st.Success() {
-				t.Errorf("demo server ended with %v, want exit 0 at EOF", st)
-			}
-		})
+	modules := []struct{ lang, path string }{
+		{"go", elicitWasm},
+		{"rust", "../examples/handlers/rust/elicit-policy/elicit-policy.wasm"},
+	}
+	for _, mod := range modules {
+		for _, era := range []string{"legacy", "modern"} {
+			t.Run(mod.lang+"/"+era, func(t *testing.T) { demoElicitation(t, mod.path, era) })
+		}
+	}
+}
+
+func demoElicitation(t *testing.T, path, era string) {
+	ctx := context.Background()
+	rt, err := Start(ctx, Config{
+		Server: Server{Command: demoBin, Args: []string{"--era", era}},
+		Handlers: []HandlerModule{{ModuleConfig: ModuleConfig{Path: path,
+			Config: json.RawMessage(`{"values":{"name":"Grace","plan":"pro"}}`)}}},
+		// The default compilation cache: compiling a Go-built module
+		// in a race-instrumented process takes long, once.
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Client().Server().Era.String(); got != era {
+		t.Errorf("connected in the %s era, want %s", got, era)
+	}
+	res, err := rt.Client().CallTool(ctx, "register", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(res); got != "registered Grace (age 36, plan pro, newsletter false)" {
+		t.Errorf("register answered %q", got)
+	}
+	if err := rt.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if st := rt.ExitState(); st == nil || !st.Success() {
+		t.Errorf("demo server ended with %v, want exit 0 at EOF", st)
 	}
 }
 

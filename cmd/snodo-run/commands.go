@@ -481,8 +481,9 @@ are answered by the handlers and the request retried, as for typed commands.`,
 func (a *app) handlersCmd() *cobra.Command {
 	h := &cobra.Command{
 		Use:   "handlers",
-		Short: "Check and try Wasm handler modules without a server",
-		Example: `  snodo-run handlers check elicit.wasm
+		Short: "Write, check and try Wasm handler modules without a server",
+		Example: `  snodo-run handlers new my-policy --lang rust
+  snodo-run handlers check elicit.wasm
   snodo-run handlers test elicit.wasm --method elicitation/create --params @request.json`,
 	}
 	check := &cobra.Command{
@@ -554,7 +555,7 @@ consumer's request to cancel, are reported as errors with exit code 5.
 	}
 	test.Flags().StringVar(&method, "method", "", "elicitation/create, sampling/createMessage, roots/list, progress, or notifications/…")
 	test.Flags().StringVar(&params, "params", "", "the input's params: JSON, or @FILE (@- for stdin)")
-	h.AddCommand(check, test)
+	h.AddCommand(check, test, a.handlersNewCmd())
 	return h
 }
 

@@ -35,6 +35,10 @@ var (
 	testkitWasm  string // testdata/testkit: roots from config, progress consumer
 	confineWasm  string // examples/handlers/go/confine-paths
 	redactWasm   string // examples/handlers/go/redact-secrets
+
+	// goCache is the user's Go build cache, which the tests that build
+	// Go modules keep using once HOME is a temporary directory.
+	goCache string
 )
 
 // Modules committed beside their WAT source.
@@ -105,6 +109,9 @@ func buildAll(dir string) error {
 		{testkitWasm, "./testdata/testkit", true},
 		{confineWasm, "../../examples/handlers/go/confine-paths", true},
 		{redactWasm, "../../examples/handlers/go/redact-secrets", true},
+	}
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		goCache = strings.TrimSpace(string(out))
 	}
 	for _, b := range builds {
 		args := []string{"build", "-o", b.out}

@@ -54,13 +54,14 @@ func benchCallsCtx(b *testing.B, ctx context.Context, handle func(context.Contex
 }
 
 // BenchmarkElicitation: one elicitation answered by a native Go handler,
-// by the Go guest doing the same work in Wasm, and by the WAT accept module
+// by the Go guest and the Rust echo example (examples/handlers/rust/echo)
+// doing the same work in Wasm, and by the WAT accept module
 // (whose own work is nil, so its time is the host's per-call overhead),
 // with the deadline mechanism (close-on-context-done + a per-call
 // deadline) and without it (Trusted).
 func BenchmarkElicitation(b *testing.B) {
 	b.Run("native-go", func(b *testing.B) { benchCalls(b, nativeEcho, benchParams) })
-	for _, mod := range []struct{ name, file string }{{"wasm-go", ""}, {"wasm-wat", "wat/accept/accept.wasm"}} {
+	for _, mod := range []struct{ name, file string }{{"wasm-go", ""}, {"wasm-rust", "rust/echo/echo.wasm"}, {"wasm-wat", "wat/accept/accept.wasm"}} {
 		for _, trusted := range []bool{false, true} {
 			mode := "deadline"
 			if trusted {
@@ -108,7 +109,7 @@ func BenchmarkElicitationAfterSleep(b *testing.B) {
 		b.ReportMetric(float64(took[len(took)*9/10].Nanoseconds()), "p90-ns/call")
 	}
 	b.Run("native-go", func(b *testing.B) { run(b, nativeEcho) })
-	for _, mod := range []struct{ name, file string }{{"wasm-go", ""}, {"wasm-wat", "wat/accept/accept.wasm"}} {
+	for _, mod := range []struct{ name, file string }{{"wasm-go", ""}, {"wasm-rust", "rust/echo/echo.wasm"}, {"wasm-wat", "wat/accept/accept.wasm"}} {
 		b.Run(mod.name, func(b *testing.B) {
 			m := load(b, benchHost(b), ModuleConfig{Name: mod.name, Wasm: goGuestOrFile(b, mod.file)})
 			run(b, m.HandleRequest)

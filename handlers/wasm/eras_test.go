@@ -18,9 +18,18 @@ import (
 // from a legacy and from a modern server in tests." The Go elicit-policy
 // example, built from source, answers the official Go SDK server's "ask"
 // tool: an elicitation/create request in the legacy era, an
-// input_required round in 2026-07-28.
+// input_required round in 2026-07-28. So does the Rust one
+// (examples/handlers/rust/elicit-policy).
 func TestSameWasmHandlerAnswersLegacyAndModernServers(t *testing.T) {
-	wasmPath := filepath.Join(os.Getenv("SNODO_WASM_TEST_GUESTS"), "elicit-policy.wasm")
+	for lang, wasmPath := range map[string]string{
+		"go":   filepath.Join(os.Getenv("SNODO_WASM_TEST_GUESTS"), "elicit-policy.wasm"),
+		"rust": "../../examples/handlers/rust/elicit-policy/elicit-policy.wasm",
+	} {
+		t.Run(lang, func(t *testing.T) { answersLegacyAndModernServers(t, wasmPath) })
+	}
+}
+
+func answersLegacyAndModernServers(t *testing.T, wasmPath string) {
 	ctx := context.Background()
 	host, err := wasm.NewHost(wasm.HostConfig{NoDiskCache: true})
 	if err != nil {

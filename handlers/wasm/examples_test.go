@@ -30,14 +30,23 @@ func policyAnswer(t *testing.T, m *Module, message string) string {
 // Issue item 7: "an elicitation policy answering forms from its config —
 // fill defaults, accept or decline by rule".
 func TestExampleGoElicitationPolicy(t *testing.T) {
+	checkElicitationPolicy(t, ModuleConfig{Name: "elicit-policy", Wasm: goGuest(t, "elicit-policy")})
+}
+
+// checkElicitationPolicy runs the elicitation policy example of a
+// language (Go, Rust) through the host: the same configuration gives the
+// same answers.
+func checkElicitationPolicy(t *testing.T, cfg ModuleConfig) {
+	t.Helper()
 	h := newHost(t)
-	m := load(t, h, ModuleConfig{Name: "elicit-policy", Wasm: goGuest(t, "elicit-policy"), Config: json.RawMessage(`{
+	cfg.Config = json.RawMessage(`{
 		"rules": [
 			{"match": "delete", "action": "decline"},
 			{"match": "deploy", "action": "accept", "values": {"environment": "staging", "confirm": true}}
 		],
 		"values": {"name": "Snodo", "environment": "moon"}
-	}`)})
+	}`)
+	m := load(t, h, cfg)
 	for _, c := range []struct{ message, want string }{
 		{"Delete everything?", `{"action":"decline"}`},
 		// The fields come in the form's order.
