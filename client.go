@@ -541,8 +541,8 @@ func (c *Client) send(ctx context.Context, method string, params []byte, own boo
 		requestState   json.RawMessage // the server's state, verbatim, or nil
 	)
 	for round := 0; ; round++ {
-		resp, err := s.request(ctx, round, roundTail(inputResponses, requestState))
-		if retry, rerr := s.again(ctx, resp, err); rerr != nil {
+		resp, err := s.request(ctx, cc, round, roundTail(inputResponses, requestState))
+		if retry, rerr := s.again(ctx, cc, resp, err); rerr != nil {
 			return nil, rerr
 		} else if retry {
 			round--
@@ -582,12 +582,13 @@ func (c *Client) send(ctx context.Context, method string, params []byte, own boo
 }
 
 // sending is one call of send: what every round of it sends the same way.
+// It holds no *callConfig: escape analysis follows a struct as a whole,
+// and the call's config stays on the caller's stack.
 type sending struct {
 	c          *Client
 	method     string
 	params     []byte
 	own        bool
-	cc         *callConfig
 	d          dialect
 	headers    []transport.Header
 	extension  transport.PolicySource
@@ -598,20 +599,25 @@ type sending struct {
 }
 
 func (c *Client) newSending(ctx context.Context, method string, params []byte, own bool, cc *callConfig) sending {
-	s := sending{c: c, method: method, params: params, own: own, cc: cc,
-		d: c.callDialect(cc), headers: c.messageHeaders(method, params)}
-	if cc.maxTotal > 0 {
-		s.deadline = time.Now().Add(cc.maxTotal)
+	// Locals first: escape analysis follows a struct as a whole, and d's
+	// method must not make cc escape with it.
+	d := c.callDialect(cc)
+	var extension transport.PolicySource
+	if c.headers {
+		extension = d.extension(method)
 	}
-	s.onProgress = c.progressFunc(ctx, cc)
+	onProgress := c.progressFunc(ctx, cc)
 	if ownsProgressToken(cc) {
 		// The task code sent its own token and routes its progress.
-		s.onProgress = nil
+		onProgress = nil
 	}
-	if c.headers {
-		s.extension = s.d.extension(method)
+	var deadline time.Time
+	if cc.maxTotal > 0 {
+		deadline = time.Now().Add(cc.maxTotal)
 	}
-	return s
+	return sending{c: c, method: method, params: params, own: own, d: d,
+		headers: c.messageHeaders(method, params), extension: extension,
+		onProgress: onProgress, deadline: deadline}
 }
 
 // roundTail is the members a round adds to the params: the answers to the
@@ -631,7 +637,7 @@ func roundTail(inputResponses []byte, requestState json.RawMessage) []byte {
 }
 
 // request sends round number round, its params ending with tail.
-func (s *sending) request(ctx context.Context, round int, tail []byte) (*jsonrpc.Response, error) {
+func (s *sending) request(ctx context.Context, cc *callConfig, round int, tail []byte) (*jsonrpc.Response, error) {
 	var (
 		tokenID jsonrpc.ID
 		token   []byte
@@ -639,20 +645,20 @@ func (s *sending) request(ctx context.Context, round int, tail []byte) (*jsonrpc
 	if s.onProgress != nil {
 		tokenID, token = s.c.progressToken()
 	}
-	p, err := buildParams(s.d, s.cc, token, s.params, tail, s.own)
+	p, err := buildParams(s.d, cc, token, s.params, tail, s.own)
 	if err != nil {
 		return nil, protocolError(jsonrpc.CodeInvalidParams, err, "invalid params for %s", s.method)
 	}
 	ropts := transport.RequestOptions{
-		Timeout:                s.cc.timeout,
+		Timeout:                cc.timeout,
 		Dialect:                s.d,
 		Extension:              s.extension,
 		Headers:                s.headers,
-		OnResponseHeaders:      s.cc.onResponseHeaders,
+		OnResponseHeaders:      cc.onResponseHeaders,
 		OnProgress:             s.onProgress,
 		ProgressToken:          tokenID,
-		ResetTimeoutOnProgress: s.cc.resetOnProgess,
-		MaxTotalTimeout:        s.cc.maxTotal,
+		ResetTimeoutOnProgress: cc.resetOnProgess,
+		MaxTotalTimeout:        cc.maxTotal,
 	}
 	if round > 0 && !s.deadline.IsZero() {
 		ropts.MaxTotalTimeout = max(time.Until(s.deadline), time.Millisecond)
@@ -666,7 +672,7 @@ func (s *sending) request(ctx context.Context, round int, tail []byte) (*jsonrpc
 // tools' x-mcp-header annotations were read again when the server says
 // they changed (streamable-http.mdx, "Client Behavior"). An error it
 // returns ends the call; a keepalive failure takes the place of err.
-func (s *sending) again(ctx context.Context, resp *jsonrpc.Response, err error) (bool, error) {
+func (s *sending) again(ctx context.Context, cc *callConfig, resp *jsonrpc.Response, err error) (bool, error) {
 	c := s.c
 	if err != nil {
 		if kerr := c.keepaliveErr(); kerr != nil && ctx.Err() == nil {
@@ -680,9 +686,9 @@ func (s *sending) again(ctx context.Context, resp *jsonrpc.Response, err error) 
 		if rerr := c.renewSession(ctx, sessionOf(s.headers), s.method); rerr != nil {
 			return false, rerr
 		}
-		if s.cc.logLevel != "" {
+		if cc.logLevel != "" {
 			// The level asked for went with the old session.
-			if err := c.dialect.applyLogLevel(ctx, c, s.method, s.cc.logLevel); err != nil {
+			if err := c.dialect.applyLogLevel(ctx, c, s.method, cc.logLevel); err != nil {
 				return false, err
 			}
 		}
