@@ -126,7 +126,11 @@ type Proxy struct {
 
 	life    context.Context // ends when Serve returns
 	endLife context.CancelCauseFunc
-	ready   chan struct{} // closed once Serve has the client
+	// ready is closed once Serve has the client and has handled the
+	// host's first message, or has ended: a server request is routed
+	// knowing how the host opened (initialize or not).
+	ready     chan struct{}
+	readyOnce sync.Once
 	// hostGone is closed when the host's input has ended: nothing more
 	// can be asked of the host.
 	hostGone chan struct{}
@@ -210,7 +214,6 @@ func shutdownError(cause error) *jsonrpc.Error {
 // progress (ctx ended, or a write failed): close the input to end it.
 func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
 	p.client = client
-	close(p.ready)
 	readErr := make(chan error, 1)
 	go func() { readErr <- p.readLoop() }()
 	var err error
@@ -226,6 +229,7 @@ func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
 	p.closed = true
 	close(p.hostGone)
 	p.mu.Unlock()
+	p.setReady()
 	p.dropDetached()
 	p.wg.Wait()
 	p.endLife(errHostGone)
@@ -233,12 +237,20 @@ func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
 	return err
 }
 
+func (p *Proxy) setReady() { p.readyOnce.Do(func() { close(p.ready) }) }
+
 // readLoop reads and dispatches the host's messages until EOF.
 func (p *Proxy) readLoop() error {
+	defer p.setReady()
 	if p.lr == nil {
 		p.lr = jsonrpc.NewLineReader(p.in, p.cfg.MaxLineBytes)
 	}
-	for {
+	for first := true; ; first = false {
+		if !first {
+			// The host's first message has been handled (the initialize
+			// of a legacy host answered).
+			p.setReady()
+		}
 		var line []byte
 		var err error
 		if p.first != nil {
