@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snodo/snodo/internal/fakeserver"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+func init() { scenarios["proxy-slow"] = proxySlowServer }
+
+// proxySlowServer speaks the initialize era. Its first argument is a file
+// it appends what it sees to, one line each: "call ID" for a tools/call
+// (which it never answers, after one progress notification with the
+// call's token), "cancelled ID" for notifications/cancelled, "roots R"
+// for the answer R to its roots/list, "eof" when its stdin ends. With
+// "roots" as its second argument it asks roots/list after
+// notifications/initialized.
+func proxySlowServer(s *fakeserver.Server) {
+	record := func(format string, a ...any) {
+		f, err := os.OpenFile(s.Args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Fprintf(f, format+"\n", a...)
+		f.Close()
+	}
+	defer record("eof")
+	for {
+		m, err := s.Read()
+		if err != nil {
+			return
+		}
+		switch m := m.(type) {
+		case *jsonrpc.Notification:
+			switch m.Method {
+			case "notifications/initialized":
+				if len(s.Args) > 1 && s.Args[1] == "roots" {
+					s.Send(&jsonrpc.Request{ID: jsonrpc.StringID("roots-1"), Method: "roots/list", Params: json.RawMessage(`{}`)})
+				}
+			case "notifications/cancelled":
+				var c struct {
+					RequestID jsonrpc.ID `json:"requestId"`
+				}
+				_ = json.Unmarshal(m.Params, &c)
+				record("cancelled %s", c.RequestID)
+			}
+		case *jsonrpc.Response:
+			record("roots %s", m.Result)
+		case *jsonrpc.Request:
+			switch m.Method {
+			case "initialize":
+				s.Reply(m.ID, json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"1"}}`))
+			case "ping":
+				s.Reply(m.ID, struct{}{})
+			case "tools/list":
+				s.Reply(m.ID, json.RawMessage(`{"tools":[{"name":"slow","inputSchema":{"type":"object"}}]}`))
+			case "tools/call":
+				var p struct {
+					Meta struct {
+						Token json.RawMessage `json:"progressToken"`
+					} `json:"_meta"`
+				}
+				_ = json.Unmarshal(m.Params, &p)
+				record("call %s", m.ID)
+				if len(p.Meta.Token) > 0 {
+					s.Notify("notifications/progress", map[string]any{"progressToken": p.Meta.Token, "progress": 1})
+				}
+			default:
+				s.Send(jsonrpc.NewErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no such method"}))
+			}
+		}
+	}
+}
+
+// scriptedHost is a host scripted line by line on the stdin and stdout of
+// `snodo-run … proxy -- proxySlowServer`.
+type scriptedHost struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	stdout io.ReadCloser
+	out    chan map[string]json.RawMessage // closed at the proxy's stdout EOF
+	record string                          // proxySlowServer's record
+	mark   string
+	stderr *syncBuffer
+	exited chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// hostWait bounds every wait of these tests; none paces them.
+const hostWait = time.Minute
+
+func startScriptedHost(t *testing.T, serverArgs []string, args ...string) *scriptedHost {
+	t.Helper()
+	h := &scriptedHost{t: t, mark: newMark(), record: filepath.Join(t.TempDir(), "record"),
+		out: make(chan map[string]json.RawMessage, 100), stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	argv := append([]string{"--env", fakeserver.ScenarioEnv + "=proxy-slow"}, args...)
+	argv = append(append(argv, "--", fakeserver.Executable(), h.record), serverArgs...)
+	h.cmd = exec.Command(binary, argv...)
+	h.cmd.Dir = t.TempDir()
+	h.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+h.mark)
+	h.cmd.Stderr = h.stderr
+	var err error
+	if h.in, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if h.stdout, err = h.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(h.out)
+		sc := bufio.NewScanner(h.stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]json.RawMessage{"notJSON": json.RawMessage(fmt.Sprintf("%q", sc.Text()))}
+			}
+			h.out <- m
+		}
+		// Reads after the pipe's end fail: Wait closes it.
+		h.exited <- h.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = h.cmd.Process.Kill()
+		_ = h.in.Close()
+		for range h.out {
+		}
+		assertNoneLeft(t, h.mark)
+	})
+	return h
+}
+
+func (h *scriptedHost) send(line string) {
+	h.t.Helper()
+	if _, err := io.WriteString(h.in, line+"\n"); err != nil {
+		h.t.Fatalf("writing to the proxy: %v", err)
+	}
+}
+
+// next returns the next message the proxy writes, failing the test when
+// none comes.
+func (h *scriptedHost) next(what string) map[string]json.RawMessage {
+	h.t.Helper()
+	select {
+	case m, ok := <-h.out:
+		if !ok {
+			h.t.Fatalf("%s: the proxy's stdout ended; stderr:\n%s", what, h.stderr.String())
+		}
+		return m
+	case <-time.After(hostWait):
+		h.t.Fatalf("%s: nothing from the proxy within %v; stderr:\n%s", what, hostWait, h.stderr.String())
+	}
+	return nil
+}
+
+// exit waits for the proxy to exit.
+func (h *scriptedHost) exit(what string) {
+	h.t.Helper()
+	for {
+		select {
+		case _, ok := <-h.out:
+			if ok {
+				continue
+			}
+			select {
+			case <-h.exited:
+				return
+			case <-time.After(hostWait):
+			}
+		case <-time.After(hostWait):
+		}
+		h.t.Fatalf("%s: the proxy did not exit within %v; stderr:\n%s", what, hostWait, h.stderr.String())
+	}
+}
+
+// recorded waits for proxySlowServer to have recorded a line that starts
+// with prefix, and returns the line.
+func (h *scriptedHost) recorded(prefix string) string {
+	h.t.Helper()
+	deadline := time.Now().Add(hostWait)
+	for {
+		b, _ := os.ReadFile(h.record)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the server did not record %q within %v; it recorded:\n%s\nproxy stderr:\n%s", prefix, hostWait, b, h.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+const legacyInit = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"scripted-host","version":"1"}}}`
+
+// startSlowCall opens a legacy session and starts a tools/call (ID 7) that
+// the server never answers; it returns once the server has it, with the
+// line the server cancelling it will record.
+func (h *scriptedHost) startSlowCall() (cancelled string) {
+	h.t.Helper()
+	h.send(legacyInit)
+	if m := h.next("initialize"); string(m["id"]) != `"init"` || m["result"] == nil {
+		h.t.Fatalf("initialize answered %v", m)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"tok"}}}`)
+	if m := h.next("progress of the slow call"); !strings.Contains(string(m["params"]), `"progressToken":"tok"`) {
+		h.t.Fatalf("the proxy wrote %v, want the slow call's progress", m)
+	}
+	return "cancelled " + strings.TrimPrefix(h.recorded("call "), "call ")
+}
+
+// A host that declares roots opens with initialize while the server asks
+// roots/list as soon as it is initialized. The host's initialize is
+// answered without the proxy holding it back for the roots (the runner's
+// wait for a first roots/list is off); the server's roots/list reaches the
+// host after that answer, and the host's answer reaches the server.
+func TestProxyAnswersInitializeWithoutWaitingForRoots(t *testing.T) {
+	h := startScriptedHost(t, []string{"roots"}, "--verbose", "proxy")
+	h.send(legacyInit)
+	// The host answers nothing before its initialize is answered.
+	m := h.next("initialize")
+	if string(m["id"]) != `"init"` || m["result"] == nil {
+		t.Fatalf("the proxy's first message is %v, want the initialize result", m)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	m = h.next("roots/list")
+	var method string
+	_ = json.Unmarshal(m["method"], &method)
+	if method != "roots/list" || !strings.HasPrefix(string(m["id"]), `"snodo-proxy-`) {
+		t.Fatalf("the proxy wrote %v, want the server's roots/list", m)
+	}
+	h.send(`{"jsonrpc":"2.0","id":` + string(m["id"]) + `,"result":{"roots":[{"uri":"file:///host/root","name":"r"}]}}`)
+	h.recorded(`roots {"roots":[{"uri":"file:///host/root","name":"r"}]}`)
+	// The runner did not wait for the roots before the initialize answer.
+	if s := h.stderr.String(); strings.Contains(s, "ask for the roots") {
+		t.Errorf("the proxy waited for the server's roots/list before answering initialize:\n%s", s)
+	}
+	_ = h.in.Close()
+	h.exit("after the host's EOF")
+}
+
+// A host killed in the middle of a call: its stdin ends and its stdout
+// breaks. The proxy cancels the call on the server at once
+// (notifications/cancelled), stops the server and exits, though the call
+// would never end by itself. A write to the broken stdout fails (EPIPE)
+// rather than kill the proxy with SIGPIPE before it could do so.
+func TestProxyHostKilledMidCall(t *testing.T) {
+	for _, how := range []string{"stdin closed", "stdin and stdout closed", "stdout closed, then written to"} {
+		t.Run(how, func(t *testing.T) {
+			h := startScriptedHost(t, nil, "proxy")
+			cancelled := h.startSlowCall()
+			switch how {
+			case "stdin closed":
+				_ = h.in.Close()
+			case "stdin and stdout closed":
+				_ = h.stdout.Close()
+				_ = h.in.Close()
+			case "stdout closed, then written to":
+				// The answer to the ping meets the broken pipe.
+				_ = h.stdout.Close()
+				h.send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+			}
+			h.recorded(cancelled)
+			h.recorded("eof") // the server was stopped
+			h.exit("after the host's end")
+		})
+	}
+}
+
+// SIGINT or SIGTERM with a call in flight: the host reads a -32000 error
+// answer for the call's ID, the server sees the cancellation and is
+// stopped, and the proxy exits 0.
+func TestProxySignalAnswersCallInFlight(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			h := startScriptedHost(t, nil, "proxy")
+			cancelled := h.startSlowCall()
+			if err := h.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			m := h.next("the answer to the call in flight")
+			var e jsonrpc.Error
+			if string(m["id"]) != "7" || json.Unmarshal(m["error"], &e) != nil {
+				t.Fatalf("the proxy wrote %v, want an error answer to request 7", m)
+			}
+			if e.Code != jsonrpc.CodeConnectionClosed || !strings.Contains(e.Message, "shutting down") {
+				t.Errorf("request 7 answered %d %q, want -32000 saying the proxy is shutting down", e.Code, e.Message)
+			}
+			h.recorded(cancelled)
+			h.recorded("eof")
+			h.exit("after " + sig.String())
+			if code := h.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("exit code %d after %v, want 0; stderr:\n%s", code, sig, h.stderr.String())
+			}
+		})
+	}
+}
