@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -328,5 +329,102 @@ func TestProxySignalAnswersCallInFlight(t *testing.T) {
 				t.Errorf("exit code %d after %v, want 0; stderr:\n%s", code, sig, h.stderr.String())
 			}
 		})
+	}
+}
+
+// tsHost is a host on the TypeScript SDK's Client (the one
+// server-everything depends on): it runs `snodo-run ARGS…` over stdio,
+// prints {"event":"connected"} once connected, then calls
+// server-everything's trigger-long-running-operation for an hour, with no
+// progress token (so that nothing is written to the host meanwhile), and
+// prints {"event":"calling"} once a ping sent after the call is answered:
+// the proxy has read the call and serves it.
+const tsHost = `
+const sdk = process.env.TS_SDK_DIR;
+const { Client } = await import(sdk + "/dist/esm/client/index.js");
+const { StdioClientTransport } = await import(sdk + "/dist/esm/client/stdio.js");
+const [command, ...args] = process.argv.slice(2);
+const client = new Client({ name: "ts-host", version: "1.0.0" }, { capabilities: {} });
+await client.connect(new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" }));
+console.log(JSON.stringify({ event: "connected" }));
+const call = client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 3600, steps: 1 } }, undefined, { timeout: 7200000 });
+await client.ping();
+console.log(JSON.stringify({ event: "calling" }));
+await call;
+`
+
+// The TypeScript SDK client as the host, server-everything behind the
+// proxy: the host is SIGKILLed while its hour-long call runs. The proxy
+// cancels the call, stops the server and exits; no process of the run is
+// left.
+func TestProxyTSHostKilledMidCall(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: the TypeScript SDK host needs node 20 (see .ci/deps.d/20-npm-interop.sh)")
+	}
+	sdk, err := filepath.Abs(filepath.Join(filepath.Dir(everythingBin), "..", "@modelcontextprotocol", "sdk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := everything(t)
+	script := filepath.Join(t.TempDir(), "host.mjs")
+	if err := os.WriteFile(script, []byte(tsHost), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mark := newMark()
+	cmd := exec.Command(node, script, binary, "proxy", "--", server)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "TS_SDK_DIR="+sdk, "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+mark)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan string, 10)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			events <- sc.Text()
+		}
+	}()
+	defer func() {
+		_ = cmd.Process.Kill()
+		for range events {
+		}
+		_ = cmd.Wait()
+	}()
+	for _, want := range []string{`{"event":"connected"}`, `{"event":"calling"}`} {
+		select {
+		case got, ok := <-events:
+			if !ok || got != want {
+				t.Fatalf("the host printed %q, want %s; stderr:\n%s", got, want, stderr.String())
+			}
+		case <-time.After(hostWait):
+			t.Fatalf("the host did not print %s within %v; stderr:\n%s", want, hostWait, stderr.String())
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(hostWait)
+	for {
+		left := processesWith(markEnv + "=" + mark)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, l := range left { // the run's own processes
+				if pid, err := strconv.Atoi(strings.Fields(l)[0]); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			t.Fatalf("%v after the host was killed, still running: %v", hostWait, left)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
