@@ -65,8 +65,10 @@ server at once (notifications/cancelled, or the end of the request's
 stream for a 2026-07-28 server), and the server is shut down in order. On
 SIGINT or SIGTERM every host request in flight is cancelled on the server
 and answered with a JSON-RPC error -32000 saying the proxy is shutting
-down, before the server is shut down. Nothing but MCP messages is written
-to stdout; logs (--verbose) go to stderr.`
+down, before the server is shut down; so is the host's initialize when the
+signal comes while the server is being connected, or when the server
+cannot be started or connected. Nothing but MCP messages is written to
+stdout; logs (--verbose) go to stderr.`
 
 func (a *app) proxyCmd() *cobra.Command {
 	var auditPath string
@@ -151,11 +153,19 @@ func (a *app) proxyCmd() *cobra.Command {
 				slices.Sort(names)
 				a.logger.Debug("host extensions passed to the server", "extensions", names)
 			}
-			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
+			served := false
+			err = a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
+				served = true
 				srv := rt.Client().Server()
 				a.logger.Debug("proxy serving", "era", srv.Era, "version", srv.ProtocolVersion, "forwarded", forwardedMethods(native, p))
 				return p.Serve(ctx, rt.Client())
 			})
+			if !served {
+				// The server could not be started or connected, or a
+				// signal came first: the host's initialize gets an answer.
+				p.RefuseFirst(a.ctx, err)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&auditPath, "audit", "", "append one JSON line per request to `FILE`")

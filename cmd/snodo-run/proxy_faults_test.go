@@ -26,9 +26,10 @@ func init() { scenarios["proxy-slow"] = proxySlowServer }
 // it appends what it sees to, one line each: "call ID" for a tools/call
 // (which it never answers, after one progress notification with the
 // call's token), "cancelled ID" for notifications/cancelled, "roots R"
-// for the answer R to its roots/list, "eof" when its stdin ends. With
-// "roots" as its second argument it asks roots/list after
-// notifications/initialized.
+// for the answer R to its roots/list, "initialize" for initialize, "eof"
+// when its stdin ends. Its second argument: "roots" asks roots/list after
+// notifications/initialized; "mute" never answers initialize; "exit"
+// exits at initialize.
 func proxySlowServer(s *fakeserver.Server) {
 	record := func(format string, a ...any) {
 		f, err := os.OpenFile(s.Args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -63,6 +64,13 @@ func proxySlowServer(s *fakeserver.Server) {
 		case *jsonrpc.Request:
 			switch m.Method {
 			case "initialize":
+				record("initialize")
+				if len(s.Args) > 1 && s.Args[1] == "mute" {
+					continue
+				}
+				if len(s.Args) > 1 && s.Args[1] == "exit" {
+					return
+				}
 				s.Reply(m.ID, json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"1"}}`))
 			case "ping":
 				s.Reply(m.ID, struct{}{})
@@ -426,5 +434,37 @@ func TestProxyTSHostKilledMidCall(t *testing.T) {
 			t.Fatalf("%v after the host was killed, still running: %v", hostWait, left)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A signal while the server is being connected (here: it never answers
+// initialize) answers the host's initialize, which the proxy has read,
+// with -32000 saying the proxy is shutting down; a server that exits
+// during the handshake gets it a -32000 saying the server could not be
+// connected. Either way the host is not left waiting.
+func TestProxyAnswersInitializeWhenTheServerIsNotConnected(t *testing.T) {
+	for _, c := range []struct{ server, want string }{
+		{"mute", "shutting down"},
+		{"exit", "could not start or connect to the MCP server"},
+	} {
+		t.Run(c.server, func(t *testing.T) {
+			h := startScriptedHost(t, []string{c.server}, "proxy")
+			h.send(legacyInit)
+			h.recorded("initialize")
+			if c.server == "mute" {
+				if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m := h.next("the answer to initialize")
+			var e jsonrpc.Error
+			if string(m["id"]) != `"init"` || json.Unmarshal(m["error"], &e) != nil {
+				t.Fatalf("the proxy wrote %v, want an error answer to initialize", m)
+			}
+			if e.Code != jsonrpc.CodeConnectionClosed || !strings.Contains(e.Message, c.want) {
+				t.Errorf("initialize answered %d %q, want -32000 saying %q", e.Code, e.Message, c.want)
+			}
+			h.exit("after the answer")
+		})
 	}
 }
