@@ -128,12 +128,24 @@ func (b *syncBuffer) String() string {
 // hostWait bounds every wait of these tests; none paces them.
 const hostWait = time.Minute
 
+// startScriptedHost runs `snodo-run --env … ARGS… -- proxySlowServer
+// RECORD SERVERARGS…`.
 func startScriptedHost(t *testing.T, serverArgs []string, args ...string) *scriptedHost {
 	t.Helper()
-	h := &scriptedHost{t: t, mark: newMark(), record: filepath.Join(t.TempDir(), "record"),
-		out: make(chan map[string]json.RawMessage, 100), stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	record := filepath.Join(t.TempDir(), "record")
 	argv := append([]string{"--env", fakeserver.ScenarioEnv + "=proxy-slow"}, args...)
-	argv = append(append(argv, "--", fakeserver.Executable(), h.record), serverArgs...)
+	argv = append(append(argv, "--", fakeserver.Executable(), record), serverArgs...)
+	h := startHost(t, argv...)
+	h.record = record
+	return h
+}
+
+// startHost runs `snodo-run ARGV…` for a host scripted on its stdin and
+// stdout.
+func startHost(t *testing.T, argv ...string) *scriptedHost {
+	t.Helper()
+	h := &scriptedHost{t: t, mark: newMark(),
+		out: make(chan map[string]json.RawMessage, 100), stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	h.cmd = exec.Command(binary, argv...)
 	h.cmd.Dir = t.TempDir()
 	h.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+h.mark)
