@@ -207,9 +207,11 @@ func (h *scriptedHost) next(what string) map[string]json.RawMessage {
 	return nil
 }
 
-// exit waits for the proxy to exit.
+// exit waits for the proxy to exit, reading what it writes meanwhile.
 func (h *scriptedHost) exit(what string) {
 	h.t.Helper()
+	bound := time.NewTimer(hostWait)
+	defer bound.Stop()
 	for {
 		select {
 		case _, ok := <-h.out:
@@ -219,9 +221,9 @@ func (h *scriptedHost) exit(what string) {
 			select {
 			case <-h.exited:
 				return
-			case <-time.After(hostWait):
+			case <-bound.C:
 			}
-		case <-time.After(hostWait):
+		case <-bound.C:
 		}
 		h.t.Fatalf("%s: the proxy did not exit within %v; stderr:\n%s", what, hostWait, h.stderr.String())
 	}
@@ -477,6 +479,29 @@ func TestProxyAnswersInitializeWhenTheServerIsNotConnected(t *testing.T) {
 				t.Errorf("initialize answered %d %q, want -32000 saying %q", e.Code, e.Message, c.want)
 			}
 			h.exit("after the answer")
+		})
+	}
+}
+
+// The same with the demo server in either era behind the proxy: the end
+// of the host's stdin in the middle of a long count cancels it on the
+// server (notifications/cancelled, or the end of the request's stream in
+// 2026-07-28), and the proxy and the server are gone.
+func TestProxyHostGoneEndsDemoCallInBothEras(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			h := startHost(t, "proxy", "--", demo, "--era", era)
+			h.send(legacyInit)
+			if m := h.next("initialize"); string(m["id"]) != `"init"` || m["result"] == nil {
+				t.Fatalf("initialize answered %v", m)
+			}
+			h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			h.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count","arguments":{"steps":100000,"delay_ms":10},"_meta":{"progressToken":"tok"}}}`)
+			if m := h.next("progress of the count"); !strings.Contains(string(m["params"]), `"progressToken":"tok"`) {
+				t.Fatalf("the proxy wrote %v, want the count's progress", m)
+			}
+			_ = h.in.Close()
+			h.exit("after the host's EOF")
 		})
 	}
 }
