@@ -133,7 +133,9 @@ const hostWait = time.Minute
 func startScriptedHost(t *testing.T, serverArgs []string, args ...string) *scriptedHost {
 	t.Helper()
 	record := filepath.Join(t.TempDir(), "record")
-	argv := append([]string{"--env", fakeserver.ScenarioEnv + "=proxy-slow"}, args...)
+	// No call's --timeout (default 60s) may end a call the test waits to see
+	// cancelled.
+	argv := append([]string{"--env", fakeserver.ScenarioEnv + "=proxy-slow", "--timeout", "1h"}, args...)
 	argv = append(append(argv, "--", fakeserver.Executable(), record), serverArgs...)
 	h := startHost(t, argv...)
 	h.record = record
@@ -394,7 +396,7 @@ func TestProxyTSHostKilledMidCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark := newMark()
-	cmd := exec.Command(node, script, binary, "proxy", "--", server)
+	cmd := exec.Command(node, script, binary, "--timeout", "1h", "proxy", "--", server)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "TS_SDK_DIR="+sdk, "XDG_CONFIG_HOME="+t.TempDir(), "SNODO_CACHE_DIR="+cacheDir, markEnv+"="+mark)
 	stderr := &syncBuffer{}
@@ -490,7 +492,7 @@ func TestProxyAnswersInitializeWhenTheServerIsNotConnected(t *testing.T) {
 func TestProxyHostGoneEndsDemoCallInBothEras(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
-			h := startHost(t, "proxy", "--", demo, "--era", era)
+			h := startHost(t, "--timeout", "1h", "proxy", "--", demo, "--era", era)
 			h.send(legacyInit)
 			if m := h.next("initialize"); string(m["id"]) != `"init"` || m["result"] == nil {
 				t.Fatalf("initialize answered %v", m)
