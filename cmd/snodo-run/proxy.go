@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"os"
+	"os/signal"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,9 +60,20 @@ initialize sent to a legacy server carries them — and the server's
 extensions reach the host; _meta on results passes unchanged. The tasks
 extension, which the client handles itself, is not passed.
 
-The proxy runs until its stdin ends (the host closed it), then shuts the
-server down in order. Nothing but MCP messages is written to stdout; logs
-(--verbose) go to stderr.`
+The host's initialize is answered as soon as the server is connected; a
+roots/list of the server is asked of the host when the server asks it,
+after that answer.
+
+The proxy runs until its stdin ends or its stdout breaks (the host closed
+them, exited or was killed): then every call in flight is cancelled on the
+server at once (notifications/cancelled, or the end of the request's
+stream for a 2026-07-28 server), and the server is shut down in order. On
+SIGINT or SIGTERM every host request in flight is cancelled on the server
+and answered with a JSON-RPC error -32000 saying the proxy is shutting
+down, before the server is shut down; so is the host's initialize when the
+signal comes while the server is being connected, or when the server
+cannot be started or connected. Nothing but MCP messages is written to
+stdout; logs (--verbose) go to stderr.`
 
 func (a *app) proxyCmd() *cobra.Command {
 	var auditPath string
@@ -93,6 +106,13 @@ func (a *app) proxyCmd() *cobra.Command {
 				defer f.Close()
 				cfg.Audit = f
 			}
+			// A host that is gone breaks the proxy's stdout: a write to it
+			// must fail (EPIPE) for the proxy to cancel what is in flight
+			// and stop the server in order, not kill the proxy with SIGPIPE
+			// and leave the server to find out by itself.
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
 			p := proxy.New(cfg, a.stdin, a.stdout)
 			covered, err := a.wasmMethods()
 			if err != nil {
@@ -108,6 +128,13 @@ func (a *app) proxyCmd() *cobra.Command {
 				}
 			}
 			s.runner.Native = native
+			// The host's initialize is answered as soon as the server is
+			// connected: the runner does not hold it back waiting for the
+			// server's first roots/list. A roots/list the proxy forwards
+			// could not be answered before then anyway (the host is asked
+			// once its initialize is answered), and a host connected to
+			// the server directly would not wait either.
+			s.runner.RootsWait = -1
 			if native[abi.MethodElicitationCreate] == p {
 				// The host decides which modes it takes.
 				s.runner.ClientOptions.ElicitationModes = []string{"form", "url"}
@@ -132,11 +159,19 @@ func (a *app) proxyCmd() *cobra.Command {
 				a.logger.Debug("host extensions passed to the server", "extensions", names)
 			}
 			s.runner.OnIntercept = p.AuditIntercept
-			return a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
+			served := false
+			err = a.withRunner(func(ctx context.Context, rt *runtime.Runner) error {
+				served = true
 				srv := rt.Client().Server()
 				a.logger.Debug("proxy serving", "era", srv.Era, "version", srv.ProtocolVersion, "forwarded", forwardedMethods(native, p))
 				return p.Serve(ctx, rt.Client())
 			})
+			if !served {
+				// The server could not be started or connected, or a
+				// signal came first: the host's initialize gets an answer.
+				p.RefuseFirst(a.ctx, err)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&auditPath, "audit", "", "append one JSON line per request to `FILE`")

@@ -111,11 +111,20 @@ func TestURLWithOtherCommands(t *testing.T) {
 	contains(t, "call tools/list", r.stdout, `"ask"`)
 	r = ok(t, cliWith(t, runOpts{stdin: "tools call count steps=2 delay_ms=0\n"}, "--url", rs.url(), "shell"))
 	contains(t, "shell", r.stdout, "counted to 2")
-	r = ok(t, cliWith(t, runOpts{stdin: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/list"}
-`}, "--url", rs.url(), "proxy"))
-	contains(t, "proxy", r.stdout, `"id":2`, `"ask"`)
+	// The host waits for its answers before it closes the proxy's stdin,
+	// whose end cancels what is in flight.
+	h := startHost(t, "--url", rs.url(), "proxy")
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
+	if m := h.next("initialize"); string(m["id"]) != "1" {
+		t.Fatalf("proxy: %v, want the initialize answer", m)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if m := h.next("tools/list"); string(m["id"]) != "2" || !strings.Contains(string(m["result"]), `"ask"`) {
+		t.Errorf("proxy: %v, want the tools/list answer", m)
+	}
+	_ = h.in.Close()
+	h.exit("after the host's EOF")
 }
 
 // listen over HTTP, in the shell's one connection: in the legacy era the

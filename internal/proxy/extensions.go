@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode"
@@ -148,4 +149,41 @@ func serverExtensions(ext map[string]json.RawMessage) map[string]json.RawMessage
 		}
 	}
 	return out
+}
+
+// RefuseFirst answers the host's first message, read by HostExtensions,
+// when it is a request and Serve will not run, so that the host's
+// initialize is not left without an answer: with the -32000 of a shutdown
+// when ctx has ended (snodo-run proxy: SIGINT or SIGTERM while the server
+// was being started), or else with a -32000 error saying the server could
+// not be started or connected, and err.
+func (p *Proxy) RefuseFirst(ctx context.Context, err error) {
+	if p.first == nil {
+		return
+	}
+	var fl firstLine
+	select {
+	case fl = <-p.first:
+	default:
+		return // still being read
+	}
+	if fl.err != nil {
+		return
+	}
+	msg, derr := jsonrpc.Decode(fl.line)
+	req, ok := msg.(*jsonrpc.Request)
+	if derr != nil || !ok || !req.ID.IsValid() {
+		return
+	}
+	var je *jsonrpc.Error
+	switch {
+	case ctx.Err() != nil:
+		je = shutdownError(fmt.Errorf("%w (%w)", errShutdown, context.Cause(ctx)))
+	case err != nil:
+		je = &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed,
+			Message: fmt.Sprintf("the Snodo proxy could not start or connect to the MCP server: %v (its stderr says more)", err)}
+	default:
+		return
+	}
+	p.writeMsg(jsonrpc.NewErrorResponse(req.ID, je))
 }

@@ -128,7 +128,11 @@ type Proxy struct {
 
 	life    context.Context // ends when Serve returns
 	endLife context.CancelCauseFunc
-	ready   chan struct{} // closed once Serve has the client
+	// ready is closed once Serve has the client and has handled the
+	// host's first message, or has ended: a server request is routed
+	// knowing how the host opened (initialize or not).
+	ready     chan struct{}
+	readyOnce sync.Once
 	// hostGone is closed when the host's input has ended: nothing more
 	// can be asked of the host.
 	hostGone chan struct{}
@@ -181,34 +185,54 @@ func New(cfg Config, in io.Reader, out io.Writer) *Proxy {
 // errHostGone ends the proxy's work when the host connection ends.
 var errHostGone = errors.New("the host closed the connection")
 
+// errShutdown is wrapped by the cause of the proxy's end when Serve's
+// context ends (snodo-run proxy: SIGINT or SIGTERM): the requests in
+// flight are answered with shutdownError.
+var errShutdown = errors.New("the Snodo proxy is shutting down")
+
+// shutdownError is the answer to a host request in flight when the proxy
+// shuts down. -32000 is JSON-RPC's first implementation-defined server
+// error, and the code MCP's SDKs give a request whose connection closed
+// before its response (ConnectionClosed): MCP defines no code of its own
+// for a server that stops. The host may send the request again to a new
+// proxy.
+func shutdownError(cause error) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed,
+		Message: fmt.Sprintf("%v: the request was cancelled on the server and has no result; send it again once the proxy is restarted", cause)}
+}
+
 // Serve serves the host until its input ends (EOF: nil), reading fails,
-// or ctx ends. At the end of the input, the requests in flight are still
-// answered, except that what they would ask of the host fails, and calls
-// waiting for a 2026-07-28 host's retry are cancelled; when ctx ends, every
-// request in flight is cancelled, on the server too. Serve returns once
-// they have finished. client must be
-// connected; Serve does not close it.
+// a write to the host fails, or ctx ends.
 //
-// When ctx ends first, Serve returns without waiting for a read of the
-// host's input blocked in progress: close the input to end it.
+// When the host is gone (its input ended or failed, or a write to it
+// failed) nobody is left to read an answer: every request in flight is
+// cancelled at once, on the server too (notifications/cancelled to a
+// legacy server, the end of the request's stream to a 2026-07-28 one), and
+// is not answered. When ctx ends (a signal), every request in flight is
+// cancelled on the server too, and answered to the host with a -32000
+// error (shutdownError). Serve returns once they have finished. client
+// must be connected; Serve does not close it.
+//
+// Serve returns without waiting for a read of the host's input blocked in
+// progress (ctx ended, or a write failed): close the input to end it.
 func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
 	p.client = client
-	close(p.ready)
 	readErr := make(chan error, 1)
 	go func() { readErr <- p.readLoop() }()
 	var err error
 	select {
 	case err = <-readErr:
-		// The host's input ended: the requests in flight are still
-		// answered, but nothing more can be asked of the host.
-	case <-ctx.Done():
-		err = nil // a signal is how a host stops a stdio server
 		p.endLife(errHostGone)
+	case <-p.life.Done():
+		// A write to the host failed.
+	case <-ctx.Done():
+		p.endLife(fmt.Errorf("%w (%w)", errShutdown, context.Cause(ctx)))
 	}
 	p.mu.Lock()
 	p.closed = true
 	close(p.hostGone)
 	p.mu.Unlock()
+	p.setReady()
 	p.dropDetached()
 	p.wg.Wait()
 	p.endLife(errHostGone)
@@ -216,12 +240,20 @@ func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
 	return err
 }
 
+func (p *Proxy) setReady() { p.readyOnce.Do(func() { close(p.ready) }) }
+
 // readLoop reads and dispatches the host's messages until EOF.
 func (p *Proxy) readLoop() error {
+	defer p.setReady()
 	if p.lr == nil {
 		p.lr = jsonrpc.NewLineReader(p.in, p.cfg.MaxLineBytes)
 	}
-	for {
+	for first := true; ; first = false {
+		if !first {
+			// The host's first message has been handled (the initialize
+			// of a legacy host answered).
+			p.setReady()
+		}
 		var line []byte
 		var err error
 		if p.first != nil {
@@ -394,7 +426,7 @@ func (p *Proxy) onRequest(req *jsonrpc.Request) {
 	}
 	p.inflight[req.ID] = cancel
 	p.mu.Unlock()
-	p.spawn(func() {
+	started := p.spawn(func() {
 		defer func() { <-p.slots }()
 		defer cancel(nil)
 		res, err := p.serve(ctx, hr)
@@ -402,29 +434,47 @@ func (p *Proxy) onRequest(req *jsonrpc.Request) {
 		delete(p.inflight, req.ID)
 		p.mu.Unlock()
 		if ctx.Err() != nil {
+			hr.rec.Cancelled = true
+			if cause := context.Cause(ctx); errors.Is(cause, errShutdown) {
+				p.finish(hr, nil, shutdownError(cause))
+				return
+			}
 			// Cancelled by the host, or the host is gone: MCP's receiver
 			// of a cancellation does not respond.
-			hr.rec.Cancelled = true
 			p.audit.write(hr.rec, hr.started)
 			return
 		}
 		p.finish(hr, res, err)
 	})
+	if !started {
+		// Serve is ending: the request came after the host's end or the
+		// shutdown began.
+		cancel(nil)
+		<-p.slots
+		p.mu.Lock()
+		delete(p.inflight, req.ID)
+		p.mu.Unlock()
+		if cause := context.Cause(p.life); errors.Is(cause, errShutdown) {
+			hr.rec.Cancelled = true
+			p.finish(hr, nil, shutdownError(cause))
+		}
+	}
 }
 
 // spawn runs fn in a goroutine that Serve waits for, unless Serve is
-// ending.
-func (p *Proxy) spawn(fn func()) {
+// ending; it reports whether fn runs.
+func (p *Proxy) spawn(fn func()) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return
+		return false
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		fn()
 	}()
+	return true
 }
 
 // decode reads params and their _meta.

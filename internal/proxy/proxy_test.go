@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -51,7 +54,11 @@ func serveLines(t *testing.T, cfg Config, input string) []map[string]json.RawMes
 	return serveLinesFrom(t, fakeServer{}, cfg, input)
 }
 
-// serveLinesFrom is serveLines over the server srv.
+// serveLinesFrom is serveLines over the server srv. The host's input is
+// held open until every request in it that the proxy can read (a
+// request, not in a batch, on a line within the limit) has been answered,
+// as a host waits for its answers: the end of the input cancels what is
+// in flight.
 func serveLinesFrom(t *testing.T, srv fakeServer, cfg Config, input string) []map[string]json.RawMessage {
 	t.Helper()
 	c, err := snodo.Connect(context.Background(), srv, &snodo.Options{Era: snodo.EraModern})
@@ -59,13 +66,41 @@ func serveLinesFrom(t *testing.T, srv fakeServer, cfg Config, input string) []ma
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var out bytes.Buffer
-	p := New(cfg, strings.NewReader(input), &out)
+	limit := cfg.MaxLineBytes
+	if limit <= 0 {
+		limit = jsonrpc.DefaultMaxLineBytes
+	}
+	out := &answerSink{want: map[string]bool{}, done: make(chan struct{})}
+	for _, line := range strings.Split(input, "\n") {
+		if m, err := jsonrpc.Decode([]byte(line)); err == nil && len(line) <= limit {
+			if r, ok := m.(*jsonrpc.Request); ok && r.ID.IsValid() {
+				out.want[r.ID.String()] = true
+			}
+		}
+	}
+	if len(out.want) == 0 {
+		close(out.done)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = io.WriteString(pw, input)
+		select {
+		case <-out.done:
+		case <-time.After(time.Minute): // bounds the wait only: the test fails below
+		}
+		pw.Close()
+	}()
+	p := New(cfg, pr, out)
 	if err := p.Serve(context.Background(), c); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if len(out.want) > 0 {
+		t.Errorf("requests not answered before the input ended: %v", out.want)
+	}
 	var msgs []map[string]json.RawMessage
-	sc := bufio.NewScanner(&out)
+	sc := bufio.NewScanner(&out.buf)
 	for sc.Scan() {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -74,6 +109,33 @@ func serveLinesFrom(t *testing.T, srv fakeServer, cfg Config, input string) []ma
 		msgs = append(msgs, m)
 	}
 	return msgs
+}
+
+// answerSink is the proxy's output: it closes done once every ID of want
+// has been answered (the proxy writes one message per Write).
+type answerSink struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want map[string]bool
+	done chan struct{}
+}
+
+func (a *answerSink) Write(b []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.buf.Write(b)
+	if len(a.want) == 0 {
+		return len(b), nil
+	}
+	if m, err := jsonrpc.Decode(bytes.TrimSpace(b)); err == nil {
+		if r, ok := m.(*jsonrpc.Response); ok {
+			delete(a.want, r.ID.String())
+			if len(a.want) == 0 {
+				close(a.done)
+			}
+		}
+	}
+	return len(b), nil
 }
 
 func errorCode(m map[string]json.RawMessage) int64 {
