@@ -191,20 +191,27 @@ func TestProxyAuditsInterceptorDecisions(t *testing.T) {
 	prefix, outside := filesDirs(t)
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	log := filepath.Join(t.TempDir(), "record.log")
-	in := strings.Join([]string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"` + filepath.Join(outside, "secret.txt") + `"}}}`,
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"notes.txt"}}}`,
-	}, "\n") + "\n"
-	r := cliWith(t, runOpts{stdin: in}, "--interceptor", confineWasm, "--interceptor", redactWasm,
+	// The host reads each answer before it sends on, and closes the
+	// proxy's stdin (which cancels what is in flight) only at the end.
+	h := startHost(t, "--interceptor", confineWasm, "--interceptor", redactWasm,
 		"--handler-config", `confine-paths={"prefix":"`+prefix+`"}`, "--protocol", "modern",
 		"proxy", "--audit", audit,
 		"--env", fakeserver.ScenarioEnv+"=modern-files", "--env", recordEnv+"="+log, "--", fakeserver.Executable())
-	ok(t, r)
-	if !strings.Contains(r.stdout, `"code":-32030`) || strings.Contains(r.stdout, planted) || !strings.Contains(r.stdout, "[REDACTED]") {
-		t.Fatalf("stdout %s", r.stdout)
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
+	if m := h.next("initialize"); string(m["id"]) != "1" {
+		t.Fatalf("proxy: %v, want the initialize answer", m)
 	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"` + filepath.Join(outside, "secret.txt") + `"}}}`)
+	if m := h.next("the denied call"); string(m["id"]) != "2" || !strings.Contains(string(m["error"]), `"code":-32030`) {
+		t.Fatalf("proxy: %v, want the denial", m)
+	}
+	h.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"notes.txt"}}}`)
+	if m := h.next("the redacted call"); string(m["id"]) != "3" || strings.Contains(string(m["result"]), planted) || !strings.Contains(string(m["result"]), "[REDACTED]") {
+		t.Fatalf("proxy: %v, want the redacted result", m)
+	}
+	_ = h.in.Close()
+	h.exit("after the host's EOF")
 	b, err := os.ReadFile(audit)
 	if err != nil {
 		t.Fatal(err)
