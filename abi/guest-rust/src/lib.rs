@@ -422,8 +422,69 @@ fn answer<R: Encode>(out: &mut String, r: Result<R, Error>) -> Status {
     }
 }
 
+/// The method and where the params start, of a request envelope that was
+/// checked whole; None when it is not an object.
+fn envelope(text: &str) -> Result<Option<(Option<std::borrow::Cow<'_, str>>, Option<usize>)>, Error> {
+    let mut p = json::Parser::new(text);
+    if p.peek() != Some(b'{') {
+        return Ok(None);
+    }
+    let (mut method, mut params) = (None, None);
+    p.object(0, |p: &mut json::Parser<'_>, k| -> Result<(), Error> {
+        match &*k {
+            "method" if p.peek() == Some(b'"') => method = Some(p.str()?),
+            "method" => {
+                method = None;
+                p.skip_value(1)?
+            }
+            "params" => {
+                params = if p.null()? {
+                    None
+                } else {
+                    let at = p.offset();
+                    p.skip_value(1)?;
+                    Some(at)
+                }
+            }
+            _ => p.skip_value(1)?,
+        }
+        Ok(())
+    })?;
+    Ok(Some((method, params)))
+}
+
+/// Answers an elicitation straight from the input, without a value tree:
+/// the envelope is checked whole first, so its errors are those of
+/// `json::parse`. None when the input is not an elicitation this module
+/// answers (dispatch then takes the general way).
+fn dispatch_elicitation(r: &Registry, input: &[u8], out: &mut String) -> Option<Status> {
+    let f = r.elicitation.as_ref()?;
+    let text = match json::validate(input) {
+        Ok(t) => t,
+        Err(e) => return Some(error_output(out, &Error::invalid_params(format!("invalid request envelope: {}", e)))),
+    };
+    let (method, params) = match envelope(text) {
+        Ok(Some((Some(m), params))) if m == METHOD_ELICITATION => (m, params),
+        _ => return None,
+    };
+    let req = match params {
+        None => Ok(ElicitRequest { mode: "form".into(), ..Default::default() }),
+        Some(at) => ElicitRequest::decode_from(&mut json::Parser::at(text, at), 1),
+    };
+    let ctx = Context { method: &method };
+    Some(match req {
+        Ok(req) => answer(out, f(&ctx, &req)),
+        Err(e) => error_output(out, &Error::invalid_params(format!("invalid {} params: {}", method, e.message))),
+    })
+}
+
 fn dispatch(entry: Entry, input: &[u8], out: &mut String) -> Status {
     out.clear();
+    if entry == Entry::Handle {
+        if let Some(st) = REGISTRY.with(|r| dispatch_elicitation(&r.borrow(), input, out)) {
+            return st;
+        }
+    }
     let env = match json::parse(input) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => return error_output(out, &Error::invalid_params("invalid request envelope: not a JSON object")),
@@ -447,10 +508,8 @@ fn dispatch(entry: Entry, input: &[u8], out: &mut String) -> Status {
                 let ctx = Context { method };
                 let invalid = |e: Error| Error::invalid_params(format!("invalid {} params: {}", method, e.message));
                 match method {
-                    METHOD_ELICITATION if r.elicitation.is_some() => match ElicitRequest::decode(params) {
-                        Ok(req) => answer(out, (r.elicitation.as_ref().unwrap())(&ctx, &req)),
-                        Err(e) => error_output(out, &invalid(e)),
-                    },
+                    // dispatch_elicitation answered every elicitation/create
+                    // of a module that registered a handler for it.
                     METHOD_SAMPLING if r.sampling.is_some() => match SamplingRequest::decode(params) {
                         Ok(req) => answer(out, (r.sampling.as_ref().unwrap())(&ctx, &req)),
                         Err(e) => error_output(out, &invalid(e)),
