@@ -3,11 +3,13 @@ package wasm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -194,4 +196,58 @@ func TestRustGuestRefusesDeepNestingWithoutCrashing(t *testing.T) {
 	if got := policyAnswer(t, m, "hello"); !strings.HasPrefix(got, `{"action":`) {
 		t.Fatalf("next call: %s", got)
 	}
+}
+
+// examples/handlers/rust/tool-guard, an interceptor from the Rust guest:
+// a tool on the deny list is denied with -32030 and its reason, another
+// passes unchanged; a secret in a result (plain, \u-escaped, in a key) is
+// redacted, a result without one passes byte for byte, an error answer as
+// it is; the manifest says ABI version 2 and what it intercepts.
+func TestExampleRustToolGuard(t *testing.T) {
+	h := newHost(t)
+	cfg := rustExample(t, "tool-guard")
+	cfg.Config = json.RawMessage(`{"deny":["delete_file"],"redact":["hunter2"]}`)
+	m := load(t, h, cfg)
+	if mf := m.Manifest(); mf.ABI != 2 || mf.Intercept == nil || !mf.Intercept.Requests || !mf.Intercept.Results ||
+		strings.Join(mf.Intercept.Methods, ",") != "tools/call,tasks/result" {
+		t.Fatalf("manifest %+v", mf)
+	}
+	c := intercept.NewChain(m)
+	ctx := context.Background()
+	call := func(name string) *intercept.Request {
+		b, _ := json.Marshal(map[string]any{"name": name, "arguments": map[string]any{"path": "/x"}})
+		return &intercept.Request{Method: "tools/call", Params: b, Era: "legacy", ProtocolVersion: "2025-11-25"}
+	}
+	p, err := c.Request(ctx, call("read_file"))
+	if err != nil || string(p) != `{"arguments":{"path":"/x"},"name":"read_file"}` {
+		t.Fatalf("read_file: %s %v", p, err)
+	}
+	_, err = c.Request(ctx, call("delete_file"))
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != intercept.CodeDenied || !strings.Contains(string(je.Data), `tool \"delete_file\" is on this client's deny list`) {
+		t.Fatalf("delete_file: %v (data %s)", err, dataOf(err))
+	}
+	for in, want := range map[string]string{
+		`{"content":[{"type":"text","text":"password: hunter2, again hunter2"}]}`: `{"content":[{"type":"text","text":"password: [REDACTED], again [REDACTED]"}]}`,
+		`{"content":[{"type":"text","text":"\u0068unter2"}]}`:                     `{"content":[{"type":"text","text":"[REDACTED]"}]}`,
+		`{"structuredContent":{"hunter2":1}}`:                                     `{"structuredContent":{"[REDACTED]":1}}`,
+		`{"content": [{"type":"text","text":"hunter"}]}`:                          `{"content": [{"type":"text","text":"hunter"}]}`,
+	} {
+		got, err := c.Result(ctx, &intercept.Result{Request: *call("read_file"), Result: json.RawMessage(in)})
+		if err != nil || string(got) != want {
+			t.Errorf("%s:\n got %s %v\nwant %s", in, got, err, want)
+		}
+	}
+	_, err = c.Result(ctx, &intercept.Result{Request: *call("read_file"), Error: &jsonrpc.Error{Code: -32000, Message: "no"}})
+	if !errors.As(err, &je) || je.Code != -32000 || je.Message != "no" {
+		t.Fatalf("error answer: %v", err)
+	}
+}
+
+func dataOf(err error) string {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return string(je.Data)
+	}
+	return ""
 }

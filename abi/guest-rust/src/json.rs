@@ -152,6 +152,16 @@ impl<'a> Value<'a> {
     }
 }
 
+/// Appends a finite f64 as JSON (integers without a fraction), as
+/// `format_f64` does, without a String of its own when it is an integer.
+pub(crate) fn write_f64(out: &mut String, f: f64) {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        let _ = write!(out, "{}", f as i64);
+    } else {
+        out.push_str(&format_f64(f));
+    }
+}
+
 /// Formats a finite f64 as JSON (integers without a fraction).
 pub(crate) fn format_f64(f: f64) -> String {
     if f.fract() == 0.0 && f.abs() < 1e15 {
@@ -213,7 +223,7 @@ pub fn parse(text: &[u8]) -> Result<Value<'_>, ParseError> {
         Ok(s) => s,
         Err(e) => return Err(ParseError { offset: e.valid_up_to(), message: "invalid UTF-8" }),
     };
-    let mut p = Parser { s: text, b: text.as_bytes(), i: 0 };
+    let mut p = Parser::new(text);
     p.ws();
     let v = p.value(0)?;
     p.ws();
@@ -223,13 +233,155 @@ pub fn parse(text: &[u8]) -> Result<Value<'_>, ParseError> {
     Ok(v)
 }
 
-struct Parser<'a> {
+/// Checks that text is one JSON value (whitespace around it allowed,
+/// nothing else) without building it: the same errors as `parse`, at the
+/// same offsets, and no allocation but for strings with escapes.
+pub(crate) fn validate(text: &[u8]) -> Result<&str, ParseError> {
+    let text = match std::str::from_utf8(text) {
+        Ok(s) => s,
+        Err(e) => return Err(ParseError { offset: e.valid_up_to(), message: "invalid UTF-8" }),
+    };
+    let mut p = Parser::new(text);
+    p.ws();
+    p.skip(0)?;
+    p.ws();
+    if p.i != p.b.len() {
+        return p.err("text after the value");
+    }
+    Ok(text)
+}
+
+/// A pull decoder over JSON text: typed decoders read values straight
+/// from the input, without a value tree. Strings without escapes borrow
+/// the input; nesting is bounded by MAX_DEPTH.
+pub(crate) struct Parser<'a> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
 }
 
 impl<'a> Parser<'a> {
+    pub(crate) fn new(s: &'a str) -> Self {
+        Parser { s, b: s.as_bytes(), i: 0 }
+    }
+    /// A parser at byte offset i of s.
+    pub(crate) fn at(s: &'a str, i: usize) -> Self {
+        Parser { s, b: s.as_bytes(), i }
+    }
+    /// The next byte after whitespace (the parser is left on it).
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+    /// The byte offset the parser is at.
+    pub(crate) fn offset(&self) -> usize {
+        self.i
+    }
+    /// Reads a null if one is next, and says whether it was.
+    pub(crate) fn null(&mut self) -> Result<bool, ParseError> {
+        if self.peek() == Some(b'n') {
+            self.lit("null", Value::Null)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+    /// Reads the string that is next (the caller checked for the quote).
+    pub(crate) fn str(&mut self) -> Result<Cow<'a, str>, ParseError> {
+        self.ws();
+        self.string()
+    }
+    /// Reads the value that is next as a tree.
+    pub(crate) fn tree(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
+        self.ws();
+        self.value(depth)
+    }
+    /// Skips the value that is next, checking it.
+    pub(crate) fn skip_value(&mut self, depth: usize) -> Result<(), ParseError> {
+        self.ws();
+        self.skip(depth)
+    }
+    /// Reads the object that is next (the caller checked for the brace),
+    /// calling f with each member's name and the parser on its value; f
+    /// must read or skip the value.
+    pub(crate) fn object<E: From<ParseError>>(
+        &mut self,
+        depth: usize,
+        mut f: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.ws();
+        if depth >= MAX_DEPTH {
+            return Err(self.err::<()>("nested too deeply").unwrap_err().into());
+        }
+        self.i += 1;
+        self.ws();
+        if self.b.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            if self.b.get(self.i) != Some(&b'"') {
+                return Err(self.err::<()>("expected a member name").unwrap_err().into());
+            }
+            let k = self.string()?;
+            self.ws();
+            if self.b.get(self.i) != Some(&b':') {
+                return Err(self.err::<()>("expected : after a member name").unwrap_err().into());
+            }
+            self.i += 1;
+            self.ws();
+            f(self, k)?;
+            self.ws();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.err::<()>("expected , or } in an object").unwrap_err().into()),
+            }
+        }
+    }
+    /// Reads the array that is next (the caller checked for the bracket),
+    /// calling f with the parser on each element; f must read or skip it.
+    pub(crate) fn array<E: From<ParseError>>(
+        &mut self,
+        depth: usize,
+        mut f: impl FnMut(&mut Self) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.ws();
+        if depth >= MAX_DEPTH {
+            return Err(self.err::<()>("nested too deeply").unwrap_err().into());
+        }
+        self.i += 1;
+        self.ws();
+        if self.b.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            f(self)?;
+            self.ws();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.err::<()>("expected , or ] in an array").unwrap_err().into()),
+            }
+        }
+    }
+    /// Skips one value, checking it as `value` would, without building it.
+    fn skip(&mut self, depth: usize) -> Result<(), ParseError> {
+        match self.b.get(self.i) {
+            Some(b'"') => self.string().map(|_| ()),
+            Some(b'[') => self.array(depth, |p: &mut Self| p.skip(depth + 1)),
+            Some(b'{') => self.object(depth, |p: &mut Self, _| p.skip(depth + 1)),
+            _ => self.value(depth).map(|_| ()),
+        }
+    }
     fn err<T>(&self, message: &'static str) -> Result<T, ParseError> {
         Err(ParseError { offset: self.i, message })
     }

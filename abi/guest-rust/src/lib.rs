@@ -30,17 +30,20 @@
 //! escapes are not copied). A panic is reported to the host's log and
 //! stderr (so the call's -32603 error names it) and then traps.
 
+mod intercept;
 pub mod json;
 mod types;
 
+pub use intercept::{Decision, InterceptRequest, InterceptResult};
 pub use json::Value;
 pub use types::*;
 
 use std::cell::RefCell;
 use std::fmt;
 
-/// The ABI version this crate implements.
-pub const ABI_VERSION: u32 = 1;
+/// The ABI version this crate implements. A module's manifest says 2 only
+/// when it registers an interceptor, and 1 otherwise.
+pub const ABI_VERSION: u32 = 2;
 
 /// Longest log message the host keeps, in bytes.
 pub const MAX_LOG_BYTES: usize = 4096;
@@ -70,7 +73,7 @@ impl Error {
         self.data = Some(data);
         self
     }
-    fn encode(&self, out: &mut String) {
+    pub(crate) fn encode(&self, out: &mut String) {
         out.push_str("{\"code\":");
         out.push_str(&self.code.to_string());
         out.push_str(",\"message\":");
@@ -201,6 +204,9 @@ pub struct Registry {
     roots: Option<RootsFn>,
     progress: Option<ProgressFn>,
     events: Option<EventFn>,
+    intercept_request: Option<intercept::RequestFn>,
+    intercept_result: Option<intercept::ResultFn>,
+    intercept_methods: Vec<String>,
 }
 
 impl Registry {
@@ -259,9 +265,41 @@ impl Registry {
         self
     }
 
+    /// Makes the module a request interceptor (ABI version 2, abi/ABI.md
+    /// section 8): f sees each request of the methods listed (every method
+    /// when the list is empty) before it is sent, and answers a `Decision`
+    /// or, to deny it, an `Error`. The methods are shared with
+    /// `intercept_results`: the last list given that is not empty applies
+    /// to both.
+    pub fn intercept_requests<F>(&mut self, f: F, methods: &[&str]) -> &mut Self
+    where
+        F: for<'a, 'b> Fn(&Context<'a>, &InterceptRequest<'b>) -> Result<Decision, Error> + 'static,
+    {
+        self.intercept_request = Some(Box::new(f));
+        self.set_intercept_methods(methods)
+    }
+    /// Makes the module a result interceptor: f sees the server's answer
+    /// to each request of the methods listed (every method when the list
+    /// is empty) before the client's caller does, and answers a `Decision`
+    /// or, to withhold it, an `Error`.
+    pub fn intercept_results<F>(&mut self, f: F, methods: &[&str]) -> &mut Self
+    where
+        F: for<'a, 'b> Fn(&Context<'a>, &InterceptResult<'b>) -> Result<Decision, Error> + 'static,
+    {
+        self.intercept_result = Some(Box::new(f));
+        self.set_intercept_methods(methods)
+    }
+    fn set_intercept_methods(&mut self, methods: &[&str]) -> &mut Self {
+        if !methods.is_empty() {
+            self.intercept_methods = methods.iter().map(|m| m.to_string()).collect();
+        }
+        self
+    }
+
     /// The module's manifest (abi/ABI.md section 2).
     pub fn manifest(&self) -> String {
-        let mut out = format!("{{\"abi\":{},\"methods\":[", ABI_VERSION);
+        let intercepts = self.intercept_request.is_some() || self.intercept_result.is_some();
+        let mut out = format!("{{\"abi\":{},\"methods\":[", if intercepts { 2 } else { 1 });
         let mut first = true;
         for (m, on) in [
             (METHOD_ELICITATION, self.elicitation.is_some()),
@@ -283,6 +321,23 @@ impl Registry {
         if self.sampling_tools && self.sampling.is_some() {
             out.push_str(",\"samplingTools\":true");
         }
+        if intercepts {
+            out.push_str(",\"intercept\":{\"requests\":");
+            out.push_str(if self.intercept_request.is_some() { "true" } else { "false" });
+            out.push_str(",\"results\":");
+            out.push_str(if self.intercept_result.is_some() { "true" } else { "false" });
+            if !self.intercept_methods.is_empty() {
+                out.push_str(",\"methods\":[");
+                for (i, m) in self.intercept_methods.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    json::write_str(&mut out, m);
+                }
+                out.push(']');
+            }
+            out.push('}');
+        }
         if let Some(n) = &self.name {
             out.push_str(",\"name\":");
             json::write_str(&mut out, n);
@@ -302,6 +357,8 @@ pub enum Status {
     Ok = 0,
     Error = 1,
     Stop = 2,
+    /// Interceptors only: the output replaces the params or the answer.
+    Replace = 3,
 }
 
 /// An entry point of the ABI.
@@ -313,6 +370,10 @@ pub enum Entry {
     Progress,
     /// `snodo_event`: a subscription event.
     Event,
+    /// `snodo_intercept_request`: a request about to be sent.
+    InterceptRequest,
+    /// `snodo_intercept_result`: the server's answer to a request.
+    InterceptResult,
 }
 
 thread_local! {
@@ -398,7 +459,7 @@ pub fn manifest() -> String {
     REGISTRY.with(|r| r.borrow().manifest())
 }
 
-fn error_output(out: &mut String, e: &Error) -> Status {
+pub(crate) fn error_output(out: &mut String, e: &Error) -> Status {
     out.clear();
     e.encode(out);
     Status::Error
@@ -422,8 +483,140 @@ fn answer<R: Encode>(out: &mut String, r: Result<R, Error>) -> Status {
     }
 }
 
+/// The method and where the params start, of a request envelope that was
+/// checked whole; None when it is not an object.
+fn envelope(text: &str) -> Result<Option<(Option<std::borrow::Cow<'_, str>>, Option<usize>)>, Error> {
+    let mut p = json::Parser::new(text);
+    if p.peek() != Some(b'{') {
+        return Ok(None);
+    }
+    let (mut method, mut params) = (None, None);
+    p.object(0, |p: &mut json::Parser<'_>, k| -> Result<(), Error> {
+        match &*k {
+            "method" if p.peek() == Some(b'"') => method = Some(p.str()?),
+            "method" => {
+                method = None;
+                p.skip_value(1)?
+            }
+            "params" => {
+                params = if p.null()? {
+                    None
+                } else {
+                    let at = p.offset();
+                    p.skip_value(1)?;
+                    Some(at)
+                }
+            }
+            _ => p.skip_value(1)?,
+        }
+        Ok(())
+    })?;
+    Ok(Some((method, params)))
+}
+
+/// Reads an elicitation in one pass over the input, without a value tree:
+/// the envelope's members, and the params decoded where they stand when
+/// the method came first (as the host writes it). The pass checks all it
+/// reads; any error is left to `read_elicitation_checked`, which says
+/// what `json::parse` would. Ok(None) when the input is not an
+/// elicitation.
+fn read_elicitation(text: &str) -> Result<Option<(std::borrow::Cow<'_, str>, ElicitRequest<'_>)>, Error> {
+    let mut p = json::Parser::new(text);
+    if p.peek() != Some(b'{') {
+        return Err(Error::internal("not an object"));
+    }
+    let (mut method, mut params, mut req) = (None, None, None);
+    p.object(0, |p: &mut json::Parser<'_>, k| -> Result<(), Error> {
+        match &*k {
+            "method" if p.peek() == Some(b'"') => method = Some(p.str()?),
+            "method" => {
+                method = None;
+                p.skip_value(1)?
+            }
+            "params" => {
+                req = None;
+                params = if p.null()? {
+                    None
+                } else {
+                    let at = p.offset();
+                    if method.as_deref() == Some(METHOD_ELICITATION) {
+                        req = Some((ElicitRequest::decode_from(p, 1)?, at));
+                    } else {
+                        p.skip_value(1)?;
+                    }
+                    Some(at)
+                }
+            }
+            _ => p.skip_value(1)?,
+        }
+        Ok(())
+    })?;
+    if p.peek().is_some() {
+        return Err(Error::internal("text after the value"));
+    }
+    let method = match method {
+        Some(m) if m == METHOD_ELICITATION => m,
+        _ => return Ok(None),
+    };
+    let req = match (params, req) {
+        (None, _) => ElicitRequest { mode: "form".into(), ..Default::default() },
+        (Some(at), Some((req, from))) if at == from => req,
+        // The params came before the method: the input is checked now.
+        (Some(at), _) => ElicitRequest::decode_from(&mut json::Parser::at(text, at), 1)?,
+    };
+    Ok(Some((method, req)))
+}
+
+/// Reads an elicitation the one pass refused, checking the envelope whole
+/// first, so its errors are those of `json::parse`, then the params.
+fn read_elicitation_checked(input: &[u8]) -> Result<Option<(std::borrow::Cow<'_, str>, ElicitRequest<'_>)>, Error> {
+    let text = json::validate(input)
+        .map_err(|e| Error::invalid_params(format!("invalid request envelope: {}", e)))?;
+    let (method, params) = match envelope(text) {
+        Ok(Some((Some(m), params))) if m == METHOD_ELICITATION => (m, params),
+        _ => return Ok(None),
+    };
+    let req = match params {
+        None => Ok(ElicitRequest { mode: "form".into(), ..Default::default() }),
+        Some(at) => ElicitRequest::decode_from(&mut json::Parser::at(text, at), 1),
+    };
+    match req {
+        Ok(req) => Ok(Some((method, req))),
+        Err(e) => Err(Error::invalid_params(format!("invalid {} params: {}", method, e.message))),
+    }
+}
+
+/// Answers an elicitation straight from the input. None when the input is
+/// not an elicitation this module answers (dispatch then takes the
+/// general way).
+fn dispatch_elicitation(r: &Registry, input: &[u8], out: &mut String) -> Option<Status> {
+    let f = r.elicitation.as_ref()?;
+    let fast = std::str::from_utf8(input).map_err(|_| ()).and_then(|t| read_elicitation(t).map_err(|_| ()));
+    let read = match fast {
+        Ok(r) => Ok(r),
+        Err(()) => read_elicitation_checked(input),
+    };
+    match read {
+        Ok(Some((method, req))) => Some(answer(out, f(&Context { method: &method }, &req))),
+        Ok(None) => None,
+        Err(e) => Some(error_output(out, &e)),
+    }
+}
+
 fn dispatch(entry: Entry, input: &[u8], out: &mut String) -> Status {
     out.clear();
+    match entry {
+        Entry::Handle => {
+            if let Some(st) = REGISTRY.with(|r| dispatch_elicitation(&r.borrow(), input, out)) {
+                return st;
+            }
+        }
+        Entry::InterceptRequest | Entry::InterceptResult => {
+            let results = entry == Entry::InterceptResult;
+            return REGISTRY.with(|r| intercept::dispatch(&r.borrow(), results, input, out));
+        }
+        _ => {}
+    }
     let env = match json::parse(input) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => return error_output(out, &Error::invalid_params("invalid request envelope: not a JSON object")),
@@ -447,10 +640,8 @@ fn dispatch(entry: Entry, input: &[u8], out: &mut String) -> Status {
                 let ctx = Context { method };
                 let invalid = |e: Error| Error::invalid_params(format!("invalid {} params: {}", method, e.message));
                 match method {
-                    METHOD_ELICITATION if r.elicitation.is_some() => match ElicitRequest::decode(params) {
-                        Ok(req) => answer(out, (r.elicitation.as_ref().unwrap())(&ctx, &req)),
-                        Err(e) => error_output(out, &invalid(e)),
-                    },
+                    // dispatch_elicitation answered every elicitation/create
+                    // of a module that registered a handler for it.
                     METHOD_SAMPLING if r.sampling.is_some() => match SamplingRequest::decode(params) {
                         Ok(req) => answer(out, (r.sampling.as_ref().unwrap())(&ctx, &req)),
                         Err(e) => error_output(out, &invalid(e)),
@@ -485,6 +676,7 @@ fn dispatch(entry: Entry, input: &[u8], out: &mut String) -> Status {
                 let ev = Event { method: std::borrow::Cow::Borrowed(method), params: params.clone() };
                 flow_output(out, f(&Context { method }, &ev))
             }
+            Entry::InterceptRequest | Entry::InterceptResult => unreachable!("answered above"),
         }
     })
 }
@@ -581,7 +773,7 @@ mod host {
             OUT.with(|o| {
                 let mut o = o.borrow_mut();
                 let st = dispatch(entry, &b[..len], &mut o);
-                if st == Status::Error || (st == Status::Ok && !o.is_empty()) {
+                if st == Status::Error || st == Status::Replace || (st == Status::Ok && !o.is_empty()) {
                     output(o.as_bytes());
                 }
                 if o.capacity() > 64 << 10 {
@@ -605,6 +797,16 @@ mod host {
     #[no_mangle]
     pub extern "C" fn snodo_event(_ptr: *const u8, len: usize) -> i32 {
         run(Entry::Event, len)
+    }
+
+    #[no_mangle]
+    pub extern "C" fn snodo_intercept_request(_ptr: *const u8, len: usize) -> i32 {
+        run(Entry::InterceptRequest, len)
+    }
+
+    #[no_mangle]
+    pub extern "C" fn snodo_intercept_result(_ptr: *const u8, len: usize) -> i32 {
+        run(Entry::InterceptResult, len)
     }
 }
 

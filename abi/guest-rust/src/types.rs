@@ -1,9 +1,10 @@
 //! Typed requests and results of the methods a handler answers, and the
 //! notifications a consumer sees (abi/ABI.md section 3).
 
-use crate::json::{self, Value};
+use crate::json::{self, Parser, Value};
 use crate::Error;
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 type Str<'a> = Cow<'a, str>;
 
@@ -70,6 +71,9 @@ impl<'a> ElicitRequest<'a> {
     pub fn is_url(&self) -> bool {
         self.mode == "url"
     }
+    /// Decodes the params from a value tree: what `decode_from` does from
+    /// the input, kept to test that the two agree.
+    #[cfg(test)]
     pub(crate) fn decode(p: &Value<'a>) -> Result<Self, Error> {
         let p = object(p, "params")?;
         let mut r = ElicitRequest {
@@ -86,6 +90,134 @@ impl<'a> ElicitRequest<'a> {
             }
         }
         Ok(r)
+    }
+}
+
+/// Pull decoding, straight from the input: a missing member or null is
+/// the default; a member of the wrong type is the same error as above.
+/// The input was checked whole before (`json::validate`), so the parser
+/// meets no syntax error here; when a member is given twice, the last one
+/// counts, as with the value tree.
+fn p_opt_str<'a>(p: &mut Parser<'a>, k: &str) -> Result<Option<Str<'a>>, Error> {
+    match p.peek() {
+        Some(b'"') => Ok(Some(p.str()?)),
+        _ if p.null()? => Ok(None),
+        _ => Err(bad(k, "a string")),
+    }
+}
+fn p_str<'a>(p: &mut Parser<'a>, k: &str) -> Result<Str<'a>, Error> {
+    Ok(p_opt_str(p, k)?.unwrap_or(Cow::Borrowed("")))
+}
+fn p_opt_f64(p: &mut Parser<'_>, k: &str, depth: usize) -> Result<Option<f64>, Error> {
+    match p.peek() {
+        Some(b'-') | Some(b'0'..=b'9') => p.tree(depth)?.as_f64().map(Some).ok_or_else(|| bad(k, "a number")),
+        _ if p.null()? => Ok(None),
+        _ => Err(bad(k, "a number")),
+    }
+}
+fn p_strings<'a>(p: &mut Parser<'a>, k: &str, depth: usize, into: &mut Vec<Str<'a>>) -> Result<(), Error> {
+    into.clear();
+    match p.peek() {
+        Some(b'[') => p.array(depth, |p: &mut Parser<'a>| -> Result<(), Error> {
+            if p.peek() != Some(b'"') {
+                return Err(bad(k, "an array of strings"));
+            }
+            into.push(p.str()?);
+            Ok(())
+        }),
+        _ if p.null()? => Ok(()),
+        _ => Err(bad(k, "an array of strings")),
+    }
+}
+fn p_raw<'a>(p: &mut Parser<'a>, depth: usize) -> Result<Option<Value<'a>>, Error> {
+    Ok(Some(p.tree(depth)?))
+}
+
+impl<'a> ElicitRequest<'a> {
+    /// Decodes the params straight from the input, the parser on them.
+    pub(crate) fn decode_from(p: &mut Parser<'a>, depth: usize) -> Result<Self, Error> {
+        let mut r = ElicitRequest { mode: Cow::Borrowed("form"), ..Default::default() };
+        if p.null()? {
+            return Ok(r);
+        }
+        if p.peek() != Some(b'{') {
+            return Err(bad("params", "an object"));
+        }
+        let mut mode = None;
+        p.object(depth, |p: &mut Parser<'a>, k| -> Result<(), Error> {
+            match &*k {
+                "mode" => mode = p_opt_str(p, "mode")?,
+                "message" => r.message = p_str(p, "message")?,
+                "url" => r.url = p_str(p, "url")?,
+                "elicitationId" => r.elicitation_id = p_str(p, "elicitationId")?,
+                "_meta" => r.meta = p_raw(p, depth + 1)?,
+                "requestedSchema" => {
+                    r.requested_schema = Schema::default();
+                    match p.peek() {
+                        Some(b'{') => r.requested_schema.decode_from(p, depth + 1)?,
+                        _ if p.null()? => {}
+                        _ => return Err(bad("requestedSchema", "an object")),
+                    }
+                }
+                _ => p.skip_value(depth + 1)?,
+            }
+            Ok(())
+        })?;
+        if let Some(m) = mode {
+            r.mode = m;
+        }
+        Ok(r)
+    }
+}
+
+impl<'a> Schema<'a> {
+    fn decode_from(&mut self, p: &mut Parser<'a>, depth: usize) -> Result<(), Error> {
+        p.object(depth, |p: &mut Parser<'a>, k| -> Result<(), Error> {
+            match &*k {
+                "type" => self.type_ = p_str(p, "type")?,
+                "required" => p_strings(p, "required", depth + 1, &mut self.required)?,
+                "properties" => {
+                    self.properties.clear();
+                    match p.peek() {
+                        Some(b'{') => {
+                            let props = &mut self.properties;
+                            p.object(depth + 1, |p: &mut Parser<'a>, name| -> Result<(), Error> {
+                                if p.peek() != Some(b'{') {
+                                    return Err(bad("a property's schema", "an object"));
+                                }
+                                props.push(Property::decode_from(p, name, depth + 2)?);
+                                Ok(())
+                            })?
+                        }
+                        _ if p.null()? => {}
+                        _ => return Err(bad("properties", "an object")),
+                    }
+                }
+                _ => p.skip_value(depth + 1)?,
+            }
+            Ok(())
+        })
+    }
+}
+
+impl<'a> Property<'a> {
+    fn decode_from(p: &mut Parser<'a>, name: Str<'a>, depth: usize) -> Result<Self, Error> {
+        let mut out = Property { name, ..Default::default() };
+        p.object(depth, |p: &mut Parser<'a>, k| -> Result<(), Error> {
+            match &*k {
+                "type" => out.type_ = p_str(p, "type")?,
+                "title" => out.title = p_str(p, "title")?,
+                "description" => out.description = p_str(p, "description")?,
+                "default" => out.default = p_raw(p, depth + 1)?,
+                "enum" => p_strings(p, "enum", depth + 1, &mut out.enum_)?,
+                "format" => out.format = p_str(p, "format")?,
+                "minimum" => out.minimum = p_opt_f64(p, "minimum", depth + 1)?,
+                "maximum" => out.maximum = p_opt_f64(p, "maximum", depth + 1)?,
+                _ => p.skip_value(depth + 1)?,
+            }
+            Ok(())
+        })?;
+        Ok(out)
     }
 }
 
@@ -107,6 +239,7 @@ impl<'a> Schema<'a> {
     pub fn is_required(&self, name: &str) -> bool {
         self.required.iter().any(|r| r == name)
     }
+    #[cfg(test)]
     fn decode(s: &Value<'a>) -> Result<Self, Error> {
         let mut out = Schema { type_: str_or_empty(s, "type")?, required: strings(s, "required")?, ..Default::default() };
         match s.get("properties") {
@@ -224,11 +357,13 @@ impl crate::Encode for ElicitResult {
                 out.push(':');
                 match v {
                     FieldValue::String(s) => json::write_str(out, s),
-                    FieldValue::Number(f) if f.is_finite() => out.push_str(&json::format_f64(*f)),
+                    FieldValue::Number(f) if f.is_finite() => json::write_f64(out, *f),
                     FieldValue::Number(_) => {
                         return Err(Error::internal(format!("field {:?} is not a finite number", name)))
                     }
-                    FieldValue::Integer(n) => out.push_str(&n.to_string()),
+                    FieldValue::Integer(n) => {
+                        let _ = write!(out, "{}", n);
+                    }
                     FieldValue::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
                     FieldValue::Strings(l) => {
                         out.push('[');
@@ -462,4 +597,48 @@ pub enum Flow {
     Continue,
     /// Cancel the request (progress) or end the subscription (events).
     Stop,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pull decoder answers as the tree decoder did: the same request,
+    /// or the same error, for every shape of params.
+    #[test]
+    fn pull_decoder_agrees_with_tree() {
+        let cases = [
+            r#"{}"#,
+            r#"{"message":"hi","mode":"url","url":"https://x","elicitationId":"e1","_meta":{"a":[1,{"b":null}]}}"#,
+            r#"{"message":"a\"b\u00e9","mode":null,"requestedSchema":null}"#,
+            r#"{"message":"one","message":"two","mode":"url","mode":null}"#,
+            r#"{"requestedSchema":{"type":"object","required":["n","m"],"required":["m"],"properties":{"n":{"type":"integer","minimum":1,"maximum":2.5e1,"default":3,"enum":["a"],"format":"f","title":"T","description":"D","x":[{}]},"m":{},"n":{"type":"string"}}}}"#,
+            r#"{"requestedSchema":{"properties":{"a":{}},"properties":{"b":{"type":"boolean"}}}}"#,
+            r#"{"requestedSchema":{"properties":null,"required":null}}"#,
+            r#"{"unknown":[[[{"deep":"\n"}]]],"message":"m"}"#,
+            r#"{"message":7}"#,
+            r#"{"mode":true}"#,
+            r#"{"requestedSchema":[]}"#,
+            r#"{"requestedSchema":{"properties":[]}}"#,
+            r#"{"requestedSchema":{"properties":{"a":1}}}"#,
+            r#"{"requestedSchema":{"properties":{"a":null}}}"#,
+            r#"{"requestedSchema":{"required":"a"}}"#,
+            r#"{"requestedSchema":{"required":[1]}}"#,
+            r#"{"requestedSchema":{"properties":{"a":{"minimum":"1"}}}}"#,
+            r#"{"requestedSchema":{"properties":{"a":{"enum":[null]}}}}"#,
+            r#"[]"#,
+            r#""params""#,
+            r#"3"#,
+            r#"null"#,
+        ];
+        for c in cases {
+            let tree = json::parse(c.as_bytes()).unwrap();
+            let want = match tree {
+                Value::Null => ElicitRequest::decode(&Value::Object(Vec::new())),
+                ref t => ElicitRequest::decode(t),
+            };
+            let got = ElicitRequest::decode_from(&mut Parser::new(c), 1);
+            assert_eq!(got, want, "params {}", c);
+        }
+    }
 }

@@ -66,3 +66,43 @@ fn hostile_nesting_is_refused_not_a_crash() {
     assert_eq!(st, Status::Error);
     assert!(out.contains("nested too deeply"), "{}", out);
 }
+
+/// The envelope's members in any order, given twice, or wrong: the last
+/// one counts, and an envelope that is not JSON is refused whatever the
+/// params say.
+#[test]
+fn envelope_order_and_duplicates() {
+    test_register(register);
+    let ok = r#"{"action":"accept","content":{"name":"p","n":1.5,"tags":["x\n"]}}"#;
+    let params = r#"{"message":"hi","requestedSchema":{"properties":{"p":{}}}}"#;
+    let cases: Vec<(String, Status, &str)> = vec![
+        (format!(r#"{{"params":{},"method":"elicitation/create"}}"#, params), Status::Ok, ok),
+        (format!(r#"{{"method":"roots/list","params":{},"method":"elicitation/create"}}"#, params), Status::Ok, ok),
+        (format!(r#"{{"method":"elicitation/create","params":{{"message":7}},"params":{}}}"#, params), Status::Ok, ok),
+        (format!(r#" {{ "method" : "elicitation\/create" , "params" : {} }} "#, params), Status::Ok, ok),
+        (
+            format!(r#"{{"method":"elicitation/create","params":{},"method":"roots/list"}}"#, params),
+            Status::Error,
+            r#"{"code":-32601,"message":"method not found: roots/list"}"#,
+        ),
+        (
+            format!(r#"{{"method":"elicitation/create","params":{},"params":{{"message":7}}}}"#, params),
+            Status::Error,
+            r#"{"code":-32602,"message":"invalid elicitation/create params: message must be a string"}"#,
+        ),
+        (
+            r#"{"method":"elicitation/create","params":{"message":7},"x":[}"#.into(),
+            Status::Error,
+            r#"{"code":-32602,"message":"invalid request envelope: invalid JSON at byte 59: unexpected character"}"#,
+        ),
+        (
+            format!(r#"{{"method":"elicitation/create","params":{}}} x"#, params),
+            Status::Error,
+            r#"{"code":-32602,"message":"invalid request envelope: invalid JSON at byte 100: text after the value"}"#,
+        ),
+    ];
+    for (input, status, output) in cases {
+        let (st, out) = call(Entry::Handle, input.as_bytes());
+        assert_eq!((st, out.as_str()), (status, output), "input {}", input);
+    }
+}
