@@ -17,6 +17,9 @@ type call struct {
 	id    jsonrpc.ID
 	token jsonrpc.ID // progress token; zero without OnProgress
 	conn  *Conn      // the connection it was sent on
+	// initialize marks the initialize request, which MCP forbids
+	// cancelling: given up, it is dropped without notifications/cancelled.
+	initialize bool
 	// resp receives the one value sent to the call: its response, or a
 	// sentinel (respTimeout, respContext, respStopped) saying why it was
 	// given up. Whoever removes the call from Conn.pending sends it (see
@@ -197,6 +200,7 @@ func (c *Conn) Request(ctx context.Context, req *jsonrpc.Request, opts transport
 	}
 	cl.id = r.ID
 	cl.conn = c
+	cl.initialize = r.Method == "initialize"
 	if done := ctx.Done(); done != nil {
 		c.watchLocked(ctx, done, cl)
 	}
@@ -490,7 +494,7 @@ func (c *Conn) abort(cl *call, om *outMsg, reason string) {
 // request is given up, or withdraws it if it has not been written yet. The
 // call is no longer pending.
 func (c *Conn) cancelRequest(cl *call, om *outMsg, reason string) {
-	if om.abandon() {
+	if om.abandon() || cl.initialize {
 		return
 	}
 	c.sendCancelled(cl.id, reason)

@@ -119,6 +119,29 @@ func TestContractTimeoutFailsAndCancelsOnTheServer(t *testing.T) {
 	})
 }
 
+// "The initialize request MUST NOT be cancelled by clients"
+// (basic/utilities/cancellation): an initialize given up at its timeout
+// fails the same way, but the server is sent no notifications/cancelled —
+// the next message it gets is the next request.
+func TestContractInitializeIsNeverCancelled(t *testing.T) {
+	each(t, func(t *testing.T, tr transportUnderTest, p peer) {
+		ch := request(tr, &jsonrpc.Request{Method: "initialize", Params: json.RawMessage(`{}`)}, transport.RequestOptions{Timeout: 50 * time.Millisecond})
+		init := recvRequest(t, p)
+		o := transporttest.Recv(t, ch, "Request")
+		transporttest.WantCode(t, o.err, jsonrpc.CodeRequestTimeout)
+		_ = request(tr, &jsonrpc.Request{Method: "next"}, transport.RequestOptions{Timeout: time.Minute})
+		for {
+			m := p.recv(t)
+			if isCancellation(m, init.ID) {
+				t.Fatalf("the client cancelled initialize: %v", m)
+			}
+			if r, ok := m.(*jsonrpc.Request); ok && r.Method == "next" {
+				return
+			}
+		}
+	})
+}
+
 // The caller's context ending gives the request up the same way: an error
 // of kind transport wrapping ctx's, with its cause, and the server told. A
 // deadline is a -32001 that is also context.DeadlineExceeded.
