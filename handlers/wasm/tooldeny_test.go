@@ -32,7 +32,7 @@ func TestExampleAssemblyScriptToolDeny(t *testing.T) {
 func checkToolDeny(t *testing.T, file string) {
 	h := newHost(t)
 	m := load(t, h, ModuleConfig{Name: "tool-deny", Wasm: wasmFile(t, file),
-		Config: json.RawMessage(`{"deny":["delete_file","move\u005ffile"]}`)})
+		Config: json.RawMessage(`{"deny":["delete_file","move\u005ffile","say \"hi\"\u0001\ud83d\ude00"]}`)})
 	if mf := m.Manifest(); mf.ABI != 2 || mf.Intercept == nil || !mf.Intercept.Requests || mf.Intercept.Results ||
 		strings.Join(mf.Intercept.Methods, ",") != "tools/call" {
 		t.Fatalf("manifest %+v", mf)
@@ -61,8 +61,14 @@ func checkToolDeny(t *testing.T, file string) {
 		t.Helper()
 		_, err := req(p)
 		var je *jsonrpc.Error
+		var data struct {
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
 		if !errors.As(err, &je) || je.Code != intercept.CodeDenied || !strings.Contains(je.Message, `interceptor "tool-deny"`) ||
-			!strings.Contains(string(je.Data), why) || !strings.Contains(string(je.Data), `"code":-32602`) {
+			json.Unmarshal(je.Data, &data) != nil || !strings.Contains(data.Error.Message, why) || data.Error.Code != -32602 {
 			t.Errorf("%s: got %v (data %s), want -32030 with %q", p, err, dataOf(err), why)
 		}
 	}
@@ -73,6 +79,10 @@ func checkToolDeny(t *testing.T, file string) {
 	denied(`{"name":"\u0064\u0065lete_file"}`, listed+"delete_file")
 	denied(`{"arguments":{"name":"read_file","x":"}\"name\":"},"name":"delete_file"}`, listed+"delete_file")
 	denied(`{ "arguments" : [ {"name" : "read_file"} , 1.5e3, true, null ] , "name" : "delete_file" }`, listed+"delete_file")
+	// A name with a quote, a control character and an emoji (a surrogate
+	// pair when escaped) comes back in a valid error object (the host shows
+	// the control character as \x01).
+	denied(`{"name":"say \"hi\"\u0001😀"}`, listed+`say "hi"\x01😀`)
 	denied(`{"arguments":{"path":"/x"}}`, "tools/call without a tool name")
 	denied(`{"name":7}`, "tools/call without a tool name")
 	denied(`{"name":null}`, "tools/call without a tool name")

@@ -69,18 +69,29 @@ export function input(ptr: usize, len: u32): string {
 
 // quote returns s as a JSON string.
 export function quote(s: string): string {
-  let out = '"';
+  // Runs of plain characters copied whole, parts joined once: linear time.
+  const out = new Array<string>();
+  out.push('"');
+  let start = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c == 34) out += '\\"';
-    else if (c == 92) out += "\\\\";
+    let esc: string | null = null;
+    if (c == 34) esc = '\\"';
+    else if (c == 92) esc = "\\\\";
     else if (c < 0x20 || (c >= 0xd800 && c < 0xe000)) {
       // Control characters, and surrogates escaped one by one so a lone
       // one stays JSON rather than becoming invalid UTF-8.
-      out += "\\u" + (<u32>c).toString(16).padStart(4, "0");
-    } else out += String.fromCharCode(c);
+      esc = "\\u" + (<u32>c).toString(16).padStart(4, "0");
+    }
+    if (esc !== null) {
+      out.push(s.substring(start, i));
+      out.push(esc);
+      start = i + 1;
+    }
   }
-  return out + '"';
+  out.push(s.substring(start));
+  out.push('"');
+  return out.join("");
 }
 
 // errorObject returns the JSON-RPC error object {"code":code,"message":message}.
@@ -143,27 +154,29 @@ export class JsonReader {
     if (this.peek() != 34) return null;
     const s = this.s;
     let i = this.pos + 1;
-    let out = "";
+    // Parts joined once at the end: appending to a string at each escape
+    // would take time quadratic in the escapes of a hostile string.
+    const out = new Array<string>();
     let start = i;
     while (i < s.length) {
       const c = s.charCodeAt(i);
       if (c == 34) {
-        out += s.substring(start, i);
+        out.push(s.substring(start, i));
         this.pos = i + 1;
-        return out;
+        return out.join("");
       }
       if (c < 0x20) break;
       if (c != 92) { i++; continue; }
-      out += s.substring(start, i);
+      out.push(s.substring(start, i));
       if (i + 1 >= s.length) break;
       const e = s.charCodeAt(i + 1);
       i += 2;
-      if (e == 34 || e == 92 || e == 47) out += String.fromCharCode(e);
-      else if (e == 98) out += "\b";
-      else if (e == 102) out += "\f";
-      else if (e == 110) out += "\n";
-      else if (e == 114) out += "\r";
-      else if (e == 116) out += "\t";
+      if (e == 34 || e == 92 || e == 47) out.push(String.fromCharCode(e));
+      else if (e == 98) out.push("\b");
+      else if (e == 102) out.push("\f");
+      else if (e == 110) out.push("\n");
+      else if (e == 114) out.push("\r");
+      else if (e == 116) out.push("\t");
       else if (e == 117) {
         // \uXXXX is one UTF-16 code unit, which is what an AssemblyScript
         // string holds: a surrogate pair comes out whole.
@@ -180,13 +193,26 @@ export class JsonReader {
           v = (v << 4) | d;
         }
         if (!ok) break;
-        out += String.fromCharCode(v);
+        out.push(String.fromCharCode(v));
         i += 4;
       } else break;
       start = i;
     }
     this.fail();
     return null;
+  }
+
+  // skipString moves past the string at pos without decoding it.
+  private skipString(): void {
+    const s = this.s;
+    let i = this.pos + 1;
+    while (i < s.length) {
+      const c = s.charCodeAt(i);
+      if (c == 34) { this.pos = i + 1; return; }
+      if (c < 0x20) break;
+      i += c == 92 ? 2 : 1;
+    }
+    this.fail();
   }
 
   // skip moves past the value at pos.
@@ -197,7 +223,7 @@ export class JsonReader {
   private skipDepth(depth: i32): void {
     const c = this.peek();
     if (c < 0 || depth > MAX_DEPTH) { this.fail(); return; }
-    if (c == 34) { this.string(); return; }
+    if (c == 34) { this.skipString(); return; }
     if (c == 123 || c == 91) {
       const close = c == 123 ? 125 : 93;
       this.pos++;
