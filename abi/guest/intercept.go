@@ -18,26 +18,14 @@ var (
 )
 
 // InterceptRequest is a request the client is about to send the server
-// (ABI.md section 8.2).
-type InterceptRequest struct {
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	// Server is the server's name for itself (its word, not the
-	// operator's); Caller who made the request, when the client knows.
-	Server string `json:"server,omitempty"`
-	Caller string `json:"caller,omitempty"`
-	// Era is "legacy" or "modern"; ProtocolVersion the negotiated one.
-	Era             string `json:"era"`
-	ProtocolVersion string `json:"protocolVersion"`
-}
+// (ABI.md section 8.2): method, params, the server's name for itself (its
+// word, not the operator's), the caller when the client knows, the era
+// and the negotiated version.
+type InterceptRequest = abi.InterceptRequest
 
 // InterceptResult is the server's answer to a request (ABI.md section
 // 8.3): exactly one of Result and Error is set.
-type InterceptResult struct {
-	InterceptRequest
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  json.RawMessage `json:"error,omitempty"`
-}
+type InterceptResult = abi.InterceptResult
 
 // Decision is what an interceptor answers; the zero Decision (Pass) lets
 // the request or the answer through unchanged. To deny, return an error:

@@ -43,14 +43,8 @@ func (m *Module) InterceptRequest(ctx context.Context, r *intercept.Request) (in
 	}
 	ix := abi.InterceptResult{InterceptRequest: interceptInput(r)}
 	res, err := m.callWith(ctx, entryInterceptRequest, "", nil, &ix)
-	if err != nil {
-		return intercept.Decision{}, err
-	}
-	switch res.status {
-	case abi.StatusOK:
-		return intercept.Decision{}, nil
-	case abi.StatusError:
-		return intercept.Decision{Action: intercept.Deny, Error: m.denyReason(res.output)}, nil
+	if d, done := m.passOrDeny(res, err); done {
+		return d, err
 	}
 	// REPLACE (checkInterceptOutput let nothing else through).
 	return intercept.Decision{Action: intercept.Rewrite, Params: res.output}, nil
@@ -72,14 +66,8 @@ func (m *Module) InterceptResult(ctx context.Context, r *intercept.Result) (inte
 		ix.Result, ix.Error = nil, b
 	}
 	res, err := m.callWith(ctx, entryInterceptResult, "", nil, &ix)
-	if err != nil {
-		return intercept.Decision{}, err
-	}
-	switch res.status {
-	case abi.StatusOK:
-		return intercept.Decision{}, nil
-	case abi.StatusError:
-		return intercept.Decision{Action: intercept.Deny, Error: m.denyReason(res.output)}, nil
+	if d, done := m.passOrDeny(res, err); done {
+		return d, err
 	}
 	rep, err := abi.ParseReplacement(res.output)
 	if err != nil { // checked in the call already
@@ -96,6 +84,21 @@ func (m *Module) InterceptResult(ctx context.Context, r *intercept.Result) (inte
 func interceptInput(r *intercept.Request) abi.InterceptRequest {
 	return abi.InterceptRequest{Method: r.Method, Params: r.Params, Server: r.Server, Caller: r.Caller,
 		Era: r.Era, ProtocolVersion: r.ProtocolVersion}
+}
+
+// passOrDeny is the decision of an interceptor call that failed (err),
+// answered OK (pass) or ERROR (deny); done is false for REPLACE, which
+// each entry point reads its own way.
+func (m *Module) passOrDeny(res callResult, err error) (d intercept.Decision, done bool) {
+	switch {
+	case err != nil:
+		return intercept.Decision{}, true
+	case res.status == abi.StatusOK:
+		return intercept.Decision{}, true
+	case res.status == abi.StatusError:
+		return intercept.Decision{Action: intercept.Deny, Error: m.denyReason(res.output)}, true
+	}
+	return intercept.Decision{}, false
 }
 
 // denyReason is the reason of an ERROR answer: the module's error object,
