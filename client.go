@@ -569,6 +569,11 @@ func (c *Client) send(ctx context.Context, method string, params []byte, own boo
 		if err := checkInputRequired(method, ir); err != nil {
 			return nil, err
 		}
+		if cc.oneRound {
+			// The caller answers the inputs itself (clienthook.OneRound).
+			cc.inputRequired = true
+			return resp.Result, nil
+		}
 		if round >= c.cfg.maxRounds {
 			return nil, protocolError(jsonrpc.CodeInternalError, ErrTooManyRounds,
 				"%s: the server still asks for input after %d rounds", method, c.cfg.maxRounds)

@@ -35,7 +35,9 @@ func (c *Client) callIntercepted(ctx context.Context, method string, params []by
 	}
 	req.Params = params
 	raw, err := c.send(ctx, method, params, own, cc)
-	if !c.chain.Intercepts(method, true) {
+	if !c.chain.Intercepts(method, true) || (err == nil && cc.inputRequired) {
+		// An input_required result of a one-round call is not the
+		// request's result: the result chain sees the complete one.
 		return raw, err
 	}
 	res := intercept.Result{Request: req, Result: raw}

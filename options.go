@@ -317,6 +317,9 @@ func init() {
 	clienthook.SetDeprecatedUse = func(opts any, f func(feature, method string)) {
 		opts.(*Options).onDeprecated = f
 	}
+	clienthook.OneRound = func() any {
+		return CallOption(func(c *callConfig) { c.oneRound = true })
+	}
 }
 
 // CallOption configures one call.
@@ -345,6 +348,12 @@ type callConfig struct {
 	// do not see; answer is the server's error answer, set by send.
 	handshake bool
 	answer    *Error
+
+	// oneRound sends one round and returns an input_required result as
+	// it is (clienthook.OneRound); inputRequired is set by send when it
+	// did so.
+	oneRound      bool
+	inputRequired bool
 }
 
 // WithTimeout sets how long the call waits for each response (default: the

@@ -36,3 +36,15 @@ var SetEventConsumer func(opts any, f func(ctx context.Context, method string, p
 // logging/setLevel sent to it). f runs in the transport's reader or a
 // caller's goroutine: it must not block.
 var SetDeprecatedUse func(opts any, f func(feature, method string))
+
+// OneRound returns a snodo.CallOption (typed any here) for a call that
+// sends one round only. To a 2026-07-28 server, Client.Request with it
+// sends the params as given, inputResponses and requestState included
+// (the caller's, which the interceptors must keep and the client does not
+// touch), and returns an input_required result as the server sent it,
+// after checking that the protocol allows it (the method and the input
+// requests' methods), instead of answering its inputs with the client's
+// handlers; the result interceptors do not see such a result. A complete
+// result, or an error, is returned as without the option. In the legacy
+// era, which has no input rounds, the option changes nothing.
+var OneRound func() any
