@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/jsonrpc"
 	mcphttp "github.com/snodo/snodo/transport/http"
+	"github.com/snodo/snodo/transport/stdio"
 )
 
 // backend is a 2026-07-28 server (the official Go SDK, stateless
@@ -247,7 +251,7 @@ func TestInputResponsesWithoutStateAreDropped(t *testing.T) {
 	b := newBackend(t)
 	r := mustNew(t, testKey(2))
 	raw, err := r.Call(context.Background(), b.connect(t), CallRequest{Server: "srv", Method: "tools/call",
-		Params: json.RawMessage(`{"name":"register","inputResponses":{"login":{"action":"accept","content":{"name":"eve"}}}}`),
+		Params:         json.RawMessage(`{"name":"register","inputResponses":{"login":{"action":"accept","content":{"name":"eve"}}}}`),
 		InputResponses: json.RawMessage(hostLogin)})
 	if err != nil {
 		t.Fatal(err)
@@ -392,4 +396,68 @@ func FuzzOpen(f *testing.F) {
 			t.Errorf("Open accepted %q", blob)
 		}
 	})
+}
+
+// The example demo server (examples/servers/demo, 2026-07-28 over stdio),
+// one process per replica: its sample tool's sampling request is answered
+// by a module through replica A, its register tool's elicitation goes to
+// the host through replica A and the host's retry through replica B
+// completes.
+func TestDemoServerAcrossReplicas(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "demo")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/snodo/snodo/examples/servers/demo").CombinedOutput(); err != nil {
+		t.Fatalf("go build demo: %v\n%s", err, out)
+	}
+	connect := func() *snodo.Client {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// The connection lives as long as the context it starts with.
+		tr, err := stdio.Connect(context.Background(), stdio.Config{Command: bin, Args: []string{"--era", "modern"}, Stderr: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := snodo.Connect(ctx, tr, &snodo.Options{Era: snodo.EraModern})
+		if err != nil {
+			tr.Close()
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b := mustNew(t, testKey(8)), mustNew(t, testKey(8))
+	ca, cb := connect(), connect()
+	ctx := context.Background()
+
+	sampler := func(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, bool, error) {
+		if method != "sampling/createMessage" {
+			return nil, false, nil
+		}
+		return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"Paris"},"model":"wasm-model"}`), true, nil
+	}
+	raw, err := a.Call(ctx, ca, CallRequest{Server: "demo", Method: "tools/call", Params: json.RawMessage(`{"name":"sample","arguments":{"prompt":"What is the capital of France?"}}`), Answer: sampler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(decode(t, raw)); got != "wasm-model answered: Paris" {
+		t.Errorf("sample: %q (%s)", got, raw)
+	}
+
+	params := json.RawMessage(`{"name":"register","arguments":{}}`)
+	raw, err = a.Call(ctx, ca, CallRequest{Server: "demo", Method: "tools/call", Params: params, Identity: "alice", Answer: sampler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := decode(t, raw)
+	if h.ResultType != "input_required" || h.InputRequests["registration"] == nil {
+		t.Fatalf("register: %s", raw)
+	}
+	answer := `{"registration":{"action":"accept","content":{"name":"Ada","age":36,"plan":"pro","newsletter":true}}}`
+	raw, err = b.Call(ctx, cb, CallRequest{Server: "demo", Method: "tools/call", Params: params, InputResponses: json.RawMessage(answer),
+		RequestState: h.RequestState, Identity: "alice", Answer: sampler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(decode(t, raw)); !strings.HasPrefix(got, "registered Ada") {
+		t.Errorf("register retry: %q (%s)", got, raw)
+	}
 }
