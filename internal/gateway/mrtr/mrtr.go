@@ -20,8 +20,8 @@
 // document binds the state to its request: the backend server's name, the
 // method, the identity's name (empty for an anonymous host), a SHA-256
 // digest of the request's params without _meta, inputResponses and
-// requestState (decoded and encoded again, keys sorted, so that spacing
-// and member order do not matter), and an expiry (TTL, default 10
+// requestState (spacing and the order of its members aside; strings as
+// their bytes, escapes included), and an expiry (TTL, default 10
 // minutes). It also carries the number of rounds the request has taken,
 // the keys the host was asked for, the server's requestState and the
 // modules' answers.
@@ -288,24 +288,40 @@ func (r *Rounds) Open(blob string) error {
 }
 
 // digest is the SHA-256 of params without _meta, inputResponses and
-// requestState, decoded and encoded again with sorted keys.
+// requestState, in a canonical form that costs one pass: the members
+// sorted by key, each value compacted (json.Compact: spacing dropped,
+// every string and number kept as its bytes, escapes included, so that two
+// values a decoder would read alike, such as invalid UTF-8 and lone
+// surrogates that all read as U+FFFD, keep apart). Nested members keep
+// their order.
 func digest(params json.RawMessage) ([]byte, error) {
-	var v map[string]any
+	var m map[string]json.RawMessage
 	if len(bytes.TrimSpace(params)) > 0 {
-		d := json.NewDecoder(bytes.NewReader(params))
-		d.UseNumber()
-		if err := d.Decode(&v); err != nil {
+		if err := json.Unmarshal(params, &m); err != nil {
 			return nil, err
 		}
 	}
-	delete(v, "_meta")
-	delete(v, "inputResponses")
-	delete(v, "requestState")
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+	delete(m, "_meta")
+	delete(m, "inputResponses")
+	delete(m, "requestState")
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(kb)
+		buf.WriteByte(':')
+		if err := json.Compact(&buf, m[k]); err != nil {
+			return nil, err
+		}
 	}
-	sum := sha256.Sum256(b)
+	buf.WriteByte('}')
+	sum := sha256.Sum256(buf.Bytes())
 	return sum[:], nil
 }
 

@@ -461,3 +461,41 @@ func TestDemoServerAcrossReplicas(t *testing.T) {
 		t.Errorf("register retry: %q (%s)", got, raw)
 	}
 }
+
+// The params a state is bound to are compared as the server reads them:
+// two strings a decoder would both turn into U+FFFD (lone surrogates,
+// invalid UTF-8) are different params, and so are a string and its
+// escaped spelling.
+func TestStateIsBoundToTheExactStrings(t *testing.T) {
+	b := newBackend(t)
+	r := mustNew(t, testKey(10))
+	c := b.connect(t)
+	ctx := context.Background()
+	first := CallRequest{Server: "srv", Method: "tools/call", Params: json.RawMessage(`{"name":"mixed","arguments":{"note":"\ud800"}}`), Answer: rootsModule(nil)}
+	raw, err := r.Call(ctx, c, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := decode(t, raw).RequestState
+	for _, p := range []string{
+		`{"name":"mixed","arguments":{"note":"\udc00"}}`,
+		"{\"name\":\"mixed\",\"arguments\":{\"note\":\"\xff\"}}",
+		`{"name":"mixed","arguments":{"note":"\ufffd"}}`,
+	} {
+		before := b.calls.Load()
+		q := first
+		q.Params, q.RequestState, q.InputResponses = json.RawMessage(p), state, json.RawMessage(hostLogin)
+		if _, err := r.Call(ctx, c, q); !errors.Is(err, ErrInvalidState) {
+			t.Errorf("params %q: err %v, want %v", p, err, ErrInvalidState)
+		}
+		if n := b.calls.Load(); n != before {
+			t.Errorf("params %q: the server was called", p)
+		}
+	}
+	// The same params, spaced and ordered otherwise, are the same.
+	q := first
+	q.Params, q.RequestState, q.InputResponses = json.RawMessage(` { "arguments" : { "note" : "\ud800" } , "name" : "mixed" } `), state, json.RawMessage(hostLogin)
+	if _, err := r.Call(ctx, c, q); err != nil {
+		t.Errorf("same params, other spacing: %v", err)
+	}
+}
