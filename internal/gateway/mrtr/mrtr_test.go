@@ -2,6 +2,7 @@ package mrtr
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -384,10 +385,13 @@ func FuzzOpen(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	valid, err := r.seal(&sealed{Server: "srv", Method: "tools/call", Expires: time.Now().Add(time.Hour).UnixMilli()})
+	// The same blob in every fuzzing process: a fixed nonce and expiry.
+	plain, err := json.Marshal(&sealed{Server: "srv", Method: "tools/call", Expires: 1 << 62})
 	if err != nil {
 		f.Fatal(err)
 	}
+	nonce := make([]byte, r.aead.NonceSize())
+	valid := statePrefix + base64.RawURLEncoding.EncodeToString(r.aead.Seal(nonce, nonce, plain, []byte(statePrefix)))
 	for _, s := range []string{valid, valid[:len(valid)-1], statePrefix, statePrefix + "AAAA", "", "s1.!!!", valid + "A", strings.Repeat("A", 100)} {
 		f.Add(s)
 	}
