@@ -83,6 +83,11 @@ func newBackend(t *testing.T) *backend {
 		}
 		return nil, nil, fmt.Errorf("chain: unexpected state %q", req.Params.RequestState)
 	})
+	// nag asks the host for ever.
+	mcp.AddTool(s, &mcp.Tool{Name: "nag"}, func(_ context.Context, req *mcp.CallToolRequest, _ args) (*mcp.CallToolResult, any, error) {
+		b.calls.Add(1)
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"login": elicit}}, nil, nil
+	})
 	// loop asks for the roots for ever.
 	mcp.AddTool(s, &mcp.Tool{Name: "loop"}, func(_ context.Context, req *mcp.CallToolRequest, _ args) (*mcp.CallToolResult, any, error) {
 		b.calls.Add(1)
@@ -501,5 +506,49 @@ func TestStateIsBoundToTheExactStrings(t *testing.T) {
 	q.Params, q.RequestState, q.InputResponses = json.RawMessage(` { "arguments" : { "note" : "\ud800" } , "name" : "mixed" } `), state, json.RawMessage(hostLogin)
 	if _, err := r.Call(ctx, c, q); err != nil {
 		t.Errorf("same params, other spacing: %v", err)
+	}
+}
+
+// A server that asks the host for ever is given up on after MaxRounds
+// rounds of one request, counted in the state across retries and
+// replicas.
+func TestRoundsAcrossRetriesAreBounded(t *testing.T) {
+	b := newBackend(t)
+	replicas := []*Rounds{mustNew(t, testKey(11)), mustNew(t, testKey(11))}
+	clients := []*snodo.Client{b.connect(t), b.connect(t)}
+	ctx := context.Background()
+	q := CallRequest{Server: "srv", Method: "tools/call", Params: json.RawMessage(`{"name":"nag"}`), Identity: "alice"}
+	for i := 0; ; i++ {
+		raw, err := replicas[i%2].Call(ctx, clients[i%2], q)
+		if err != nil {
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != jsonrpc.CodeInternalError || !strings.Contains(je.Message, fmt.Sprint(MaxRounds)) {
+				t.Fatalf("err %v", err)
+			}
+			break
+		}
+		if i > MaxRounds {
+			t.Fatalf("still going after %d host rounds", i)
+		}
+		q.RequestState, q.InputResponses = decode(t, raw).RequestState, json.RawMessage(hostLogin)
+	}
+	if n := b.calls.Load(); n != MaxRounds {
+		t.Errorf("the server served %d rounds, want %d", n, MaxRounds)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	rest, ir, rs, err := Split(json.RawMessage(`{"name":"t","inputResponses":{"a":{}},"requestState":"s1.x"}`))
+	if err != nil || string(rest) != `{"name":"t"}` || string(ir) != `{"a":{}}` || rs != "s1.x" {
+		t.Errorf("Split: %s %s %q %v", rest, ir, rs, err)
+	}
+	if rest, ir, rs, err := Split(json.RawMessage(`{"name":"t"}`)); err != nil || string(rest) != `{"name":"t"}` || ir != nil || rs != "" {
+		t.Errorf("Split without: %s %s %q %v", rest, ir, rs, err)
+	}
+	for _, bad := range []string{`{"requestState":7}`, `[1]`, `"x"`} {
+		var je *jsonrpc.Error
+		if _, _, _, err := Split(json.RawMessage(bad)); !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("Split(%s): %v, want -32602", bad, err)
+		}
 	}
 }
