@@ -67,6 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHasUnknownKeys$$' -fuzztime $(FUZZTIME) ./internal/jsoncodec
 	$(GO) test -run '^$$' -fuzz '^FuzzInstrument$$' -fuzztime $(FUZZTIME) ./handlers/wasm
 	$(GO) test -run '^$$' -fuzz '^FuzzModulesNearTheBounds$$' -fuzztime $(FUZZTIME) ./handlers/wasm
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/gateway/mrtr
 
 # The example and test Wasm modules, from source.
 examples:

@@ -366,37 +366,9 @@ func (r *Rounds) Call(ctx context.Context, c Client, req CallRequest) (json.RawM
 		return nil, invalidParams(err, "%s params: %v", req.Method, err)
 	}
 
-	var (
-		responses map[string]json.RawMessage // this round's inputResponses
-		backend   *string                    // the server's requestState
-		rounds    int                        // rounds so far, all retries
-	)
-	if req.RequestState != "" {
-		st, err := r.open(req.RequestState)
-		if err == nil && (st.Server != req.Server || st.Method != req.Method || st.Identity != req.Identity || !bytes.Equal(st.Digest, sum)) {
-			err = errors.New("requestState was issued for another request")
-		}
-		if err != nil {
-			e := invalidParams(errors.Join(ErrInvalidState, err), "%s", ErrInvalidState.Error())
-			e.Data, _ = json.Marshal(map[string]string{"reason": err.Error()})
-			return nil, e
-		}
-		var host map[string]json.RawMessage
-		if len(req.InputResponses) > 0 {
-			if err := json.Unmarshal(req.InputResponses, &host); err != nil {
-				return nil, invalidParams(err, "inputResponses must be a JSON object of the answers to the inputRequests, keyed as they were")
-			}
-		}
-		responses = make(map[string]json.RawMessage, len(st.Asked)+len(st.Answers))
-		for _, k := range st.Asked {
-			if v, ok := host[k]; ok {
-				responses[k] = v
-			}
-		}
-		for k, v := range st.Answers {
-			responses[k] = v
-		}
-		backend, rounds = st.Backend, st.Rounds
+	responses, backend, rounds, err := r.resume(req, sum)
+	if err != nil {
+		return nil, err
 	}
 	// Without requestState the host was asked for nothing: its
 	// inputResponses, if any, are dropped.
@@ -441,53 +413,9 @@ func (r *Rounds) Call(ctx context.Context, c Client, req CallRequest) (json.RawM
 			return res, nil
 		}
 
-		keys := make([]string, 0, len(ir.InputRequests))
-		for k := range ir.InputRequests {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		answers := map[string]json.RawMessage{}
-		carried := 0
-		if ir.RequestState != nil {
-			carried = len(*ir.RequestState)
-		}
-		host := map[string]json.RawMessage{}
-		var asked []string
-		for _, k := range keys {
-			var in inputRequest
-			if err := json.Unmarshal(ir.InputRequests[k], &in); err != nil || in.Method == "" {
-				return nil, internalError("%s on %s: input request %q is not a request object", req.Method, req.Server, k)
-			}
-			if len(in.Params) == 0 || string(in.Params) == "null" {
-				in.Params = json.RawMessage(`{}`)
-			}
-			var (
-				ans json.RawMessage
-				ok  bool
-			)
-			if req.Answer != nil {
-				ans, ok, err = req.Answer(ctx, in.Method, in.Params)
-				if err != nil {
-					return nil, err
-				}
-			}
-			if ok {
-				if !json.Valid(ans) || bytes.TrimSpace(ans)[0] != '{' {
-					return nil, internalError("%s on %s: the answer to input request %q (%s) is not a JSON object", req.Method, req.Server, k, in.Method)
-				}
-				answers[k] = ans
-				carried += len(k) + len(ans)
-				continue
-			}
-			b, err := json.Marshal(in)
-			if err != nil {
-				return nil, internalError("%s on %s: input request %q: %v", req.Method, req.Server, k, err)
-			}
-			host[k] = b
-			asked = append(asked, k)
-		}
-		if carried > MaxCarriedBytes {
-			return nil, internalError("%s on %s: the server's requestState and the answers the gateway carries for it are %d bytes, more than %d", req.Method, req.Server, carried, MaxCarriedBytes)
+		answers, host, asked, err := sortInputs(ctx, req, ir)
+		if err != nil {
+			return nil, err
 		}
 		if len(asked) == 0 {
 			// All answered here (or state only): the next round.
@@ -511,6 +439,96 @@ func (r *Rounds) Call(ctx context.Context, c Client, req CallRequest) (json.RawM
 			RequestState  string                     `json:"requestState"`
 		}{"input_required", host, blob})
 	}
+}
+
+// resume opens the host's requestState, if any, and returns what the next
+// round sends: the inputResponses (the host's answers to the keys it was
+// asked for and the modules' answers), the server's requestState, and the
+// rounds the request has taken. A state that is not valid for req (its
+// params' digest sum) is refused with -32602 ErrInvalidState.
+func (r *Rounds) resume(req CallRequest, sum []byte) (responses map[string]json.RawMessage, backend *string, rounds int, err error) {
+	if req.RequestState == "" {
+		return nil, nil, 0, nil
+	}
+	st, err := r.open(req.RequestState)
+	if err == nil && (st.Server != req.Server || st.Method != req.Method || st.Identity != req.Identity || !bytes.Equal(st.Digest, sum)) {
+		err = errors.New("requestState was issued for another request")
+	}
+	if err != nil {
+		e := invalidParams(errors.Join(ErrInvalidState, err), "%s", ErrInvalidState.Error())
+		e.Data, _ = json.Marshal(map[string]string{"reason": err.Error()})
+		return nil, nil, 0, e
+	}
+	var host map[string]json.RawMessage
+	if len(req.InputResponses) > 0 {
+		if err := json.Unmarshal(req.InputResponses, &host); err != nil {
+			return nil, nil, 0, invalidParams(err, "inputResponses must be a JSON object of the answers to the inputRequests, keyed as they were")
+		}
+	}
+	responses = make(map[string]json.RawMessage, len(st.Asked)+len(st.Answers))
+	for _, k := range st.Asked {
+		if v, ok := host[k]; ok {
+			responses[k] = v
+		}
+	}
+	for k, v := range st.Answers {
+		responses[k] = v
+	}
+	return responses, st.Backend, st.Rounds, nil
+}
+
+// sortInputs answers the input requests of ir that req.Answer covers and
+// returns those answers, the requests left for the host (as the host gets
+// them) and their keys, sorted.
+func sortInputs(ctx context.Context, req CallRequest, ir *inputRequired) (answers, host map[string]json.RawMessage, asked []string, err error) {
+	keys := make([]string, 0, len(ir.InputRequests))
+	for k := range ir.InputRequests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	answers = map[string]json.RawMessage{}
+	carried := 0
+	if ir.RequestState != nil {
+		carried = len(*ir.RequestState)
+	}
+	host = map[string]json.RawMessage{}
+	for _, k := range keys {
+		var in inputRequest
+		if err := json.Unmarshal(ir.InputRequests[k], &in); err != nil || in.Method == "" {
+			return nil, nil, nil, internalError("%s on %s: input request %q is not a request object", req.Method, req.Server, k)
+		}
+		if len(in.Params) == 0 || string(in.Params) == "null" {
+			in.Params = json.RawMessage(`{}`)
+		}
+		var (
+			ans json.RawMessage
+			ok  bool
+		)
+		if req.Answer != nil {
+			ans, ok, err = req.Answer(ctx, in.Method, in.Params)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		if ok {
+			if !json.Valid(ans) || bytes.TrimSpace(ans)[0] != '{' {
+				return nil, nil, nil, internalError("%s on %s: the answer to input request %q (%s) is not a JSON object", req.Method, req.Server, k, in.Method)
+			}
+			answers[k] = ans
+			carried += len(k) + len(ans)
+			continue
+		}
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, nil, nil, internalError("%s on %s: input request %q: %v", req.Method, req.Server, k, err)
+		}
+		host[k] = b
+		asked = append(asked, k)
+	}
+	if carried > MaxCarriedBytes {
+		return nil, nil, nil, internalError("%s on %s: the server's requestState and the answers the gateway carries for it are %d bytes, more than %d", req.Method, req.Server, carried, MaxCarriedBytes)
+	}
+	return answers, host, asked, nil
 }
 
 // readInputRequired reads a result: nil for a complete one, the input

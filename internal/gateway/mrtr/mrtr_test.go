@@ -1,5 +1,7 @@
 package mrtr
 
+//lint:file-ignore SA1019 MCP 2026-07-28 deprecates roots, but servers still ask for them and a gateway module answers them: these tests use them.
+
 import (
 	"context"
 	"encoding/base64"
