@@ -433,6 +433,11 @@ func (r *Rounds) Call(ctx context.Context, c Client, req CallRequest) (json.RawM
 		if err != nil {
 			return nil, err
 		}
+		if len(blob) > MaxStateBytes {
+			// Escapes can make the sealed document larger than what
+			// it carries: the host could not send it back.
+			return nil, internalError("%s on %s: the state the gateway would hand the host is %d bytes, more than the %d it takes back", req.Method, req.Server, len(blob), MaxStateBytes)
+		}
 		return json.Marshal(struct {
 			ResultType    string                     `json:"resultType"`
 			InputRequests map[string]json.RawMessage `json:"inputRequests"`

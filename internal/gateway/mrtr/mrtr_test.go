@@ -554,3 +554,51 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// clientFunc is a backend that answers every round with f.
+type clientFunc func(params json.RawMessage) (json.RawMessage, error)
+
+func (f clientFunc) Request(_ context.Context, _ string, params json.RawMessage, _ ...snodo.CallOption) (json.RawMessage, error) {
+	return f(params)
+}
+
+// What a server asks for, and what a module answers, is bounded: too many
+// inputs, too long a key, too much state to carry (escapes included), a
+// module answer that is not an object, and a module's failure each fail
+// the host's request with an error that says so; no state is handed out.
+func TestServerAndModuleInputsAreBounded(t *testing.T) {
+	login := `{"method":"elicitation/create","params":{"message":"Your name?","requestedSchema":{"type":"object","properties":{}}}}`
+	roots := `{"method":"roots/list","params":{}}`
+	many := make([]string, MaxInputs+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`"k%d":%s`, i, login)
+	}
+	state := func(n int, c string) string { return `"` + strings.Repeat(c, n) + `"` }
+	moduleErr := errors.New("module trapped")
+	for _, tc := range []struct {
+		name, result string
+		answer       AnswerFunc
+		want         string
+	}{
+		{"too many inputs", `{"resultType":"input_required","inputRequests":{` + strings.Join(many, ",") + `}}`, nil, "inputs at once"},
+		{"long key", `{"resultType":"input_required","inputRequests":{"` + strings.Repeat("k", MaxKeyBytes+1) + `":` + login + `}}`, nil, "key of"},
+		{"large state", `{"resultType":"input_required","inputRequests":{"login":` + login + `},"requestState":` + state(MaxCarriedBytes+1, "s") + `}`, nil, "requestState is"},
+		{"state of escapes", `{"resultType":"input_required","inputRequests":{"login":` + login + `},"requestState":` + state(MaxCarriedBytes/2, `\u0001`) + `}`, nil, "the state the gateway would hand"},
+		{"large state and answers", `{"resultType":"input_required","inputRequests":{"login":` + login + `,"roots":` + roots + `},"requestState":` + state(MaxCarriedBytes-10, "s") + `}`, rootsModule(nil), "answers the gateway carries"},
+		{"answer not an object", `{"resultType":"input_required","inputRequests":{"roots":` + roots + `}}`, func(context.Context, string, json.RawMessage) (json.RawMessage, bool, error) {
+			return json.RawMessage(`[1]`), true, nil
+		}, "not a JSON object"},
+		{"module fails", `{"resultType":"input_required","inputRequests":{"roots":` + roots + `}}`, func(context.Context, string, json.RawMessage) (json.RawMessage, bool, error) {
+			return nil, false, moduleErr
+		}, moduleErr.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustNew(t, testKey(12))
+			c := clientFunc(func(json.RawMessage) (json.RawMessage, error) { return json.RawMessage(tc.result), nil })
+			res, err := r.Call(context.Background(), c, CallRequest{Server: "srv", Method: "tools/call", Params: json.RawMessage(`{"name":"t"}`), Answer: tc.answer})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("result %.200s, err %v; want an error containing %q", res, err, tc.want)
+			}
+		})
+	}
+}
