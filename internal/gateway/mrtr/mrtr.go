@@ -44,8 +44,10 @@
 // A blob is not single-use: within its lifetime the same identity may
 // replay it on the same request, as the specification allows; a server
 // for which an input must be consumed once enforces it itself. Every
-// replica that serves the same hosts needs the same key (the config's
-// stateKey). Without one, New draws a random key: retries are then tied
+// replica that serves the same hosts needs the same key: the config's
+// stateKey, 64 hexadecimal digits (`openssl rand -hex 32`) or "env:NAME"
+// to read them from the environment variable NAME (ParseKey), and clocks
+// close enough for the expiry. Without one, New draws a random key: retries are then tied
 // to the replica (the process) that answered the round before, and a
 // retry on another replica or after a restart fails with the error above
 // (the host starts over). The key is never rotated while blobs are alive:
