@@ -68,7 +68,7 @@ func (p *Policy) Admit(ctx context.Context, id *gateway.Identity, server string)
 		who = p.subjectLocked(name, r, now)
 		if who == nil {
 			p.mu.Unlock()
-			err := limited(fmt.Sprintf("rate limited: more than %d identities are active at once; retry later", maxSubjectStates), 1000)
+			err := limited(fmt.Sprintf("rate limited: more than %d identities are active at once; retry later", maxSubjectStates), time.Second)
 			p.refused(name, server, "rate-limited", err)
 			return nil, err
 		}

@@ -47,6 +47,8 @@ type jwtVerifier struct {
 	cfg    JWTConfig
 	p      *Policy
 	client *http.Client
+	// timeout bounds one fetch (JWKSFetchTimeout).
+	timeout time.Duration
 
 	mu          sync.Mutex // held while fetching: one fetch at a time
 	keys        *jose.JSONWebKeySet
@@ -73,7 +75,7 @@ func newJWTVerifier(_ context.Context, c *JWTConfig, p *Policy) (*jwtVerifier, e
 	if client == nil {
 		client = &http.Client{Timeout: JWKSFetchTimeout}
 	}
-	return &jwtVerifier{cfg: *c, p: p, client: client}, nil
+	return &jwtVerifier{cfg: *c, p: p, client: client, timeout: JWKSFetchTimeout}, nil
 }
 
 func loopback(host string) bool {
@@ -228,7 +230,7 @@ func (v *jwtVerifier) fetchLocked(ctx context.Context, now time.Time) error {
 func (v *jwtVerifier) fetch(ctx context.Context) (*jose.JSONWebKeySet, error) {
 	// The fetch serves every request waiting on it, not only the one that
 	// started it: it is bounded by its own timeout, not ended with it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), JWKSFetchTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.JWKSURL, nil)
 	if err != nil {
