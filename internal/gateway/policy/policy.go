@@ -68,7 +68,9 @@ const (
 )
 
 // HashToken returns what an identity's tokenSha256 holds for token: the
-// lower-case hex SHA-256 of its bytes.
+// lower-case hex SHA-256 of its bytes. A token hosts can send is RFC 6750's
+// b64token (letters, digits, -._~+/ then '=' padding); Authenticate refuses
+// any other before hashing it.
 func HashToken(token string) string {
 	d := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(d[:])
@@ -249,11 +251,17 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Policy,
 	return p, nil
 }
 
-// decodeStrict decodes a section, saying which section and what it holds
-// in the error.
+// sectionShapes say what each section holds, for its decoding errors.
+var sectionShapes = map[string]string{
+	"identities": `{"name": {"tokenSha256", "allowServers", "denyServers", "allowTools", "denyTools", "rateLimit": {"perSecond", "burst"}, "maxConcurrent", "local"}}`,
+	"jwt":        `{"issuer", "audience", "jwksUrl", "defaultPolicy": {"allowServers", "denyServers", "allowTools", "denyTools", "rateLimit", "maxConcurrent"}}`,
+	"limits":     `{"servers": {"name": {"rateLimit": {"perSecond", "burst"}, "maxConcurrent"}}}`,
+}
+
+// decodeStrict decodes a section; its error says what the section holds.
 func decodeStrict(s gateway.Sections, name string, v any) error {
 	if err := s.Decode(name, v); err != nil {
-		return fmt.Errorf("%w (see the %s section in docs/DEPLOY.md)", err, name)
+		return fmt.Errorf("%w; %s holds %s", err, name, sectionShapes[name])
 	}
 	return nil
 }
