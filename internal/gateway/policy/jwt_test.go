@@ -232,6 +232,17 @@ func TestAuthenticateJWT(t *testing.T) {
 		{"audience among others", is.sign(jose.RS256, is.rsa, "rsa", twoAud), "carol", "", 0},
 		{"static token still works", aliceToken, "alice", "", 0},
 		{"wrong signature", is.sign(jose.RS256, is.other, "rsa", validClaims(now, "carol")), "", "signature does not verify", 401},
+		{"own key embedded (jwk header)", func() string {
+			sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.other}, (&jose.SignerOptions{EmbedJWK: true}).WithHeader("kid", "rsa"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := jwt.Signed(sig).Claims(validClaims(now, "carol")).Serialize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}(), "", "signature does not verify", 401},
 		{"key of another type under kid", is.sign(jose.ES256, is.ec, "rsa", validClaims(now, "carol")), "", `no ES256 key with key ID "rsa"`, 401},
 		{"alg none", raw(t, map[string]any{"alg": "none", "kid": "rsa", "typ": "JWT"}, validClaims(now, "carol"), nil), "", "not a JWT signed with RS256, ES256 or EdDSA", 401},
 		{"HS256 with the PEM public key", raw(t, map[string]any{"alg": "HS256", "kid": "rsa"}, validClaims(now, "carol"), hs256(pemKey)), "", "not a JWT signed with RS256", 401},
