@@ -17,6 +17,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/snodo/snodo/internal/redact"
 )
 
 // Bounds of the JWKS and the tokens checked against it.
@@ -49,6 +50,8 @@ type jwtVerifier struct {
 	client *http.Client
 	// timeout bounds one fetch (JWKSFetchTimeout).
 	timeout time.Duration
+	// shown is the JWKS URL as errors and logs show it (query redacted).
+	shown string
 
 	mu          sync.Mutex // held while fetching: one fetch at a time
 	keys        *jose.JSONWebKeySet
@@ -66,16 +69,19 @@ func newJWTVerifier(_ context.Context, c *JWTConfig, p *Policy) (*jwtVerifier, e
 	}
 	u, err := url.Parse(c.JWKSURL)
 	if c.JWKSURL == "" || err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("config jwt.jwksUrl: %q is not an absolute https URL; write the issuer's jwks_uri", c.JWKSURL)
+		return nil, fmt.Errorf("config jwt.jwksUrl: %q is not an absolute https URL; write the issuer's jwks_uri", redact.URL(c.JWKSURL))
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("config jwt.jwksUrl: %q holds user information; the JWKS is public, write its URL without it", redact.URL(c.JWKSURL))
 	}
 	if u.Scheme == "http" && !loopback(u.Hostname()) {
-		return nil, fmt.Errorf("config jwt.jwksUrl: %q is plain http to another host, where the keys could be swapped in transit; use https", c.JWKSURL)
+		return nil, fmt.Errorf("config jwt.jwksUrl: %q is plain http to another host, where the keys could be swapped in transit; use https", redact.URL(c.JWKSURL))
 	}
 	client := p.opts.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: JWKSFetchTimeout}
 	}
-	return &jwtVerifier{cfg: *c, p: p, client: client, timeout: JWKSFetchTimeout}, nil
+	return &jwtVerifier{cfg: *c, p: p, client: client, timeout: JWKSFetchTimeout, shown: redact.URL(c.JWKSURL)}, nil
 }
 
 func loopback(host string) bool {
@@ -217,13 +223,14 @@ func (v *jwtVerifier) fetchLocked(ctx context.Context, now time.Time) error {
 	v.lastAttempt = now
 	ks, err := v.fetch(ctx)
 	if err != nil {
-		v.p.log.Warn("gateway: cannot fetch the JWKS", "url", v.cfg.JWKSURL, "err", err)
-		v.lastErr = unauthorized("the token cannot be verified now: the issuer's JWKS at %s: %v", v.cfg.JWKSURL, err)
+		err = redact.Error(err)
+		v.p.log.Warn("gateway: cannot fetch the JWKS", "url", v.shown, "err", err)
+		v.lastErr = unauthorized("the token cannot be verified now: the issuer's JWKS at %s: %v", v.shown, err)
 		return v.lastErr
 	}
 	v.lastErr = nil
 	v.keys, v.fetched = ks, now
-	v.p.log.Info("gateway: fetched the JWKS", "url", v.cfg.JWKSURL, "keys", len(ks.Keys))
+	v.p.log.Info("gateway: fetched the JWKS", "url", v.shown, "keys", len(ks.Keys))
 	return nil
 }
 

@@ -38,9 +38,9 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // Options are what the gateway gives the policy besides its config.
@@ -369,18 +369,10 @@ func quoteName(s string) string {
 	return s
 }
 
-// printable reports valid UTF-8 without control characters.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return false
-		}
-	}
-	return true
-}
+// printable reports valid UTF-8 without a character that could forge or
+// hide text in a log line or a host's list (safetext.Unsafe: controls,
+// bidirectional and zero-width characters, U+2028/U+2029 …).
+func printable(s string) bool { return !safetext.Needs(s, false) }
 
 func serverPattern(s string) bool {
 	if len(s) == 0 || len(s) > 63 {

@@ -114,6 +114,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{"jwt no issuer", `{"jwt": {"audience": "a", "jwksUrl": "https://x/jwks"}}`, "jwt.issuer: missing"},
 		{"jwt no audience", `{"jwt": {"issuer": "i", "jwksUrl": "https://x/jwks"}}`, "jwt.audience: missing"},
 		{"jwt relative url", `{"jwt": {"issuer": "i", "audience": "a", "jwksUrl": "/jwks"}}`, "jwt.jwksUrl"},
+		{"jwt user info", `{"jwt": {"issuer": "i", "audience": "a", "jwksUrl": "https://u:pw@idp.example/jwks"}}`, "jwt.jwksUrl: \"https://u:xxxxx@idp.example/jwks\" holds user information"},
 		{"jwt plain http", `{"jwt": {"issuer": "i", "audience": "a", "jwksUrl": "http://idp.example/jwks"}}`, "jwt.jwksUrl: \"http://idp.example/jwks\" is plain http"},
 		{"jwt default with token", `{"jwt": {"issuer": "i", "audience": "a", "jwksUrl": "https://x/jwks", "defaultPolicy": {"tokenSha256": "` + h + `"}}}`, `unknown field "tokenSha256"`},
 		{"jwt default bad glob", `{"jwt": {"issuer": "i", "audience": "a", "jwksUrl": "https://x/jwks", "defaultPolicy": {"denyTools": ["["]}}}`, "jwt.defaultPolicy.denyTools[0]"},
@@ -291,6 +292,10 @@ func TestAllowServerAndTool(t *testing.T) {
 		{"all", "fs", "read\u2028file", false},
 		{"all", "fs", "read\x00file", false},
 		{"all", "fs", "\xc0\xaf", false},
+		{"all", "fs", "read_file\u202e", false}, // bidirectional override
+		{"all", "fs", "read\u200bfile", false},  // zero-width space
+		{"all", "fs", "read\u0085file", false},  // C1 control
+		{"all", "fs", "lire_fichier_é", true},
 		{"stranger", "fs", "read_file", false},
 	} {
 		if got := p.AllowTool(id(tc.who), tc.server, tc.tool); got != tc.want {
