@@ -50,7 +50,7 @@ func (c *clock) advance(d time.Duration) {
 
 func newClock() *clock { return &clock{t: time.Unix(1_800_000_000, 0)} }
 
-func sections(t *testing.T, cfg string) gateway.Sections {
+func sections(t testing.TB, cfg string) gateway.Sections {
 	t.Helper()
 	s, err := gateway.ParseConfig([]byte(cfg), ".json")
 	if err != nil {
@@ -59,7 +59,7 @@ func sections(t *testing.T, cfg string) gateway.Sections {
 	return s
 }
 
-func newPolicy(t *testing.T, cfg string, opts Options) (*Policy, *clock) {
+func newPolicy(t testing.TB, cfg string, opts Options) (*Policy, *clock) {
 	t.Helper()
 	p, err := New(context.Background(), sections(t, cfg), opts)
 	if err != nil {
