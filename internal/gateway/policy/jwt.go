@@ -12,12 +12,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/snodo/snodo/internal/redact"
+	"github.com/snodo/snodo/internal/safetext"
 )
 
 // Bounds of the JWKS and the tokens checked against it.
@@ -97,7 +99,7 @@ func loopback(host string) bool {
 func (v *jwtVerifier) verify(ctx context.Context, token string) (string, error) {
 	tok, err := jwt.ParseSigned(token, jwtAlgs)
 	if err != nil {
-		return "", unauthorized("the bearer token is not a JWT signed with RS256, ES256 or EdDSA (%v)", err)
+		return "", unauthorized("the bearer token is not a JWT signed with RS256, ES256 or EdDSA (%s)", short(err.Error()))
 	}
 	if len(tok.Headers) != 1 {
 		return "", unauthorized("the JWT has %d signatures; send one", len(tok.Headers))
@@ -116,7 +118,7 @@ func (v *jwtVerifier) verify(ctx context.Context, token string) (string, error) 
 		}
 	}
 	if !verified {
-		return "", unauthorized("the JWT's signature does not verify with the issuer's key %q", hdr.KeyID)
+		return "", unauthorized("the JWT's signature does not verify with the issuer's key %q", short(hdr.KeyID))
 	}
 	now := v.p.now()
 	switch err := claims.ValidateWithLeeway(jwt.Expected{
@@ -125,7 +127,7 @@ func (v *jwtVerifier) verify(ctx context.Context, token string) (string, error) 
 		Time:        now,
 	}, JWTLeeway); {
 	case errors.Is(err, jwt.ErrInvalidIssuer):
-		return "", unauthorized("the JWT's issuer %q is not %q", printableOr(claims.Issuer), v.cfg.Issuer)
+		return "", unauthorized("the JWT's issuer %q is not %q", short(claims.Issuer), v.cfg.Issuer)
 	case errors.Is(err, jwt.ErrInvalidAudience):
 		return "", unauthorized("the JWT's audience does not hold %q; get a token for this gateway", v.cfg.Audience)
 	case errors.Is(err, jwt.ErrExpired):
@@ -151,11 +153,14 @@ func (v *jwtVerifier) verify(ctx context.Context, token string) (string, error) 
 	return claims.Subject, nil
 }
 
-func printableOr(s string) string {
-	if len(s) > MaxSubjectBytes || !printable(s) {
-		return "(unprintable)"
+// short returns a host's text for an error: escaped (internal/safetext)
+// and cut to 64 bytes.
+func short(s string) string {
+	const max = 64
+	if len(s) > max {
+		s = strings.ToValidUTF8(s[:max], "") + "…"
 	}
-	return s
+	return safetext.Escape(s, false)
 }
 
 // keysFor returns the JWKS keys that may have signed a token of key ID kid
@@ -179,7 +184,7 @@ func (v *jwtVerifier) keysFor(ctx context.Context, kid, alg string) ([]jose.JSON
 		ks = v.match(kid, alg)
 	}
 	if len(ks) == 0 {
-		return nil, unauthorized("the issuer's JWKS holds no %s key with key ID %q", alg, kid)
+		return nil, unauthorized("the issuer's JWKS holds no %s key with key ID %q", alg, short(kid))
 	}
 	return ks, nil
 }

@@ -267,6 +267,7 @@ func TestAuthenticateJWT(t *testing.T) {
 		{"long sub", is.sign(jose.RS256, is.rsa, "rsa", longSub), "", "longer than", 401},
 		{"unknown kid", is.sign(jose.RS256, is.other, "rotated", validClaims(now, "carol")), "", `no RS256 key with key ID "rotated"`, 401},
 		{"garbled", "aaa.bbb.ccc", "", "not a JWT", 401},
+		{"long kid", is.sign(jose.RS256, is.rsa, strings.Repeat("k", 8000), validClaims(now, "carol")), "", `key ID "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk…"`, 401},
 		{"not a JWT", "opaque-token", "", "matches no identity and is not a JWT", 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,6 +283,9 @@ func TestAuthenticateJWT(t *testing.T) {
 			}
 			if unauth := errors.Is(err, gateway.ErrUnauthorized); unauth != (tc.status == 401) {
 				t.Errorf("errors.Is(err, ErrUnauthorized) = %v, want status %d: %v", unauth, tc.status, err)
+			}
+			if len(err.Error()) > 512 {
+				t.Errorf("the error is %d bytes long", len(err.Error()))
 			}
 			if strings.Contains(err.Error(), tc.token) || strings.Contains(err.Error(), strings.Split(tc.token, ".")[0]+".") {
 				t.Errorf("the error echoes the token: %v", err)
