@@ -44,7 +44,10 @@ func (s *limitState) idle(now time.Time) bool {
 // or a rate limit of its identity or of server: the error is a
 // *jsonrpc.Error of code gateway.CodeRateLimited naming the limit, with
 // data {"retryAfterMs": N} for a rate limit. release returns the request's
-// slots; calling it again does nothing.
+// slots; calling it again does nothing. Each refusal goes to the Auditor
+// (direction "policy", decision "rate-limited", or "deny" for an identity
+// the config does not know) with the identity, the server, the message and
+// the code; its method is empty, as Admit is not told it.
 func (p *Policy) Admit(ctx context.Context, id *gateway.Identity, server string) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -21,7 +21,8 @@ var errForbidden = errors.New("forbidden")
 //
 // A refusal wraps gateway.ErrUnauthorized (or, for a valid JWT whose
 // subject has no policy, is a 403 error); its message says what is wrong
-// and never holds the token.
+// and never holds the token. Each refusal goes to the Auditor (direction
+// "policy", decision "deny", method "authenticate", the message as reason).
 func (p *Policy) Authenticate(r *http.Request) (*gateway.Identity, error) {
 	if r == nil {
 		return p.local, nil
