@@ -414,12 +414,21 @@ func targets(results map[string]map[string][]driver.Result) []string {
 			case t.strict && r == t.limit:
 				verdict = "missed: equal"
 			case t.higher:
-				verdict = fmt.Sprintf("missed by %.2f×", t.limit/r)
+				verdict = "missed by " + factor(t.limit/r)
 			default:
-				verdict = fmt.Sprintf("missed by %.2f×", r/t.limit)
+				verdict = "missed by " + factor(r/t.limit)
 			}
 		}
 		lines = append(lines, fmt.Sprintf("%s: %s (%s vs %s): **%s**", t.label, ratio(mine.med, ref), format(mine.med, 1), format(ref, 1), verdict))
 	}
 	return lines
+}
+
+// factor formats how far a figure misses its limit, with a third digit when
+// two would round it to 1.00×.
+func factor(f float64) string {
+	if f < 1.005 {
+		return fmt.Sprintf("%.3f×", f)
+	}
+	return fmt.Sprintf("%.2f×", f)
 }
