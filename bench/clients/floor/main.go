@@ -7,6 +7,9 @@
 // For the sequential scenarios the caller reads its own reply (no goroutine
 // hand-off); for conc, one reader goroutine hands each line to the caller
 // waiting on its id, the least any client with concurrent callers must do.
+//
+// With --transport http the floor is a net/http client of the lean server
+// (http.go).
 package main
 
 import (
@@ -41,6 +44,9 @@ type conn struct {
 }
 
 func connect(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
+	if cfg.URL != "" {
+		return connectHTTP(cfg), nil
+	}
 	childIn, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err

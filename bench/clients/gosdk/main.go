@@ -1,6 +1,8 @@
 // Command gosdk is the benchmark client built with the official Go SDK,
 // github.com/modelcontextprotocol/go-sdk, spawning the server through the
-// SDK's own stdio transport (mcp.CommandTransport). See internal/driver for
+// SDK's own stdio transport (mcp.CommandTransport), or with --transport http
+// over its Streamable HTTP transport (mcp.StreamableClientTransport, with
+// its default HTTP client). See internal/driver for
 // the command line and the scenarios.
 package main
 
@@ -41,9 +43,14 @@ func connect(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
 	if cfg.Era == "modern" {
 		version = "2026-07-28"
 	}
-	cmd := exec.Command(cfg.Server[0], cfg.Server[1:]...)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second},
-		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	var t mcp.Transport
+	if cfg.URL != "" {
+		// The SDK's defaults: its HTTP client is http.DefaultClient.
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL}
+	} else {
+		t = &mcp.CommandTransport{Command: exec.Command(cfg.Server[0], cfg.Server[1:]...), TerminateDuration: time.Second}
+	}
+	session, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 // Command mcpgo is the benchmark client built with github.com/mark3labs/mcp-go,
 // spawning the server through that library's stdio transport
-// (transport.NewStdio). See internal/driver for the command line and the
+// (transport.NewStdio), or with --transport http over its Streamable HTTP one
+// (transport.NewStreamableHTTP, with its defaults). See internal/driver for the command line and the
 // scenarios.
 package main
 
@@ -36,7 +37,17 @@ func (elicitor) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.El
 }
 
 func connect(ctx context.Context, cfg driver.Config) (driver.Conn, error) {
-	t := transport.NewStdio(cfg.Server[0], nil, cfg.Server[1:]...)
+	var t transport.Interface
+	if cfg.URL != "" {
+		// The library's defaults: its HTTP client is a plain http.Client.
+		h, err := transport.NewStreamableHTTP(cfg.URL)
+		if err != nil {
+			return nil, err
+		}
+		t = h
+	} else {
+		t = transport.NewStdio(cfg.Server[0], nil, cfg.Server[1:]...)
+	}
 	c := client.NewClient(t, client.WithElicitationHandler(elicitor{}))
 	conn := &conn{client: c}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {

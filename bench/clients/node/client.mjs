@@ -1,19 +1,24 @@
 // The benchmark client built with the TypeScript SDK, @modelcontextprotocol/sdk
 // (pinned in package.json and package-lock.json), spawning the server through
-// the SDK's own stdio transport. It mirrors internal/driver/driver.go: same
-// command line, same scenarios, same checks, one JSON line of results.
+// the SDK's own stdio transport, or with --transport http its Streamable HTTP
+// transport (global fetch, the SDK's defaults). It mirrors
+// internal/driver/driver.go: same command line, same scenarios, same checks,
+// one JSON line of results; over HTTP it starts the server with --http,
+// reads its URL, and reports the TCP connections the server accepted.
 //
-//   node client.mjs --server 'CMD ARGS…' --scenario seq|conc|blob|elicit|slow --n N
+//   node client.mjs --server 'CMD ARGS…' --scenario seq|conc|blob|elicit|slow --n N [--transport stdio|http]
 import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const CALLERS = 64;
 
 function parseArgs(argv) {
-  const cfg = { server: '', scenario: 'seq', n: 1000, era: 'legacy', size: 8 << 20, slowMs: 200, steps: 4 };
-  const names = { '--server': 'server', '--scenario': 'scenario', '--n': 'n', '--era': 'era', '--size': 'size', '--slow-ms': 'slowMs', '--steps': 'steps' };
+  const cfg = { server: '', scenario: 'seq', n: 1000, era: 'legacy', size: 8 << 20, slowMs: 200, steps: 4, transport: 'stdio' };
+  const names = { '--server': 'server', '--scenario': 'scenario', '--n': 'n', '--era': 'era', '--size': 'size', '--slow-ms': 'slowMs', '--steps': 'steps', '--transport': 'transport' };
   for (let i = 0; i < argv.length; i++) {
     let [flag, value] = argv[i].split(/=(.*)/s);
     if (flag.startsWith('-') && !flag.startsWith('--')) flag = '-' + flag;
@@ -46,9 +51,54 @@ async function connect(cfg) {
     action: 'accept',
     content: { answer: req.params.message },
   }));
-  const transport = new StdioClientTransport({ command: cfg.server[0], args: cfg.server.slice(1), stderr: 'inherit' });
+  const transport = cfg.url
+    ? new StreamableHTTPClientTransport(new URL(cfg.url))
+    : new StdioClientTransport({ command: cfg.server[0], args: cfg.server.slice(1), stderr: 'inherit' });
   await client.connect(transport);
   return client;
+}
+
+// startHTTPServer starts the server with --http and resolves with its URL
+// (its first line) and a stop function that closes its standard input and
+// resolves with the count of connections it accepted ("conns N").
+function startHTTPServer(argv) {
+  const child = spawn(argv[0], [...argv.slice(1), '--http'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  const lines = [];
+  let wake = null;
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d) => {
+    out += d;
+    let i;
+    while ((i = out.indexOf('\n')) >= 0) {
+      lines.push(out.slice(0, i).trim());
+      out = out.slice(i + 1);
+    }
+    if (wake) wake();
+  });
+  const exited = new Promise((resolve) => child.on('close', resolve));
+  child.on('close', () => wake && wake());
+  const nextLine = async () => {
+    while (lines.length === 0) {
+      if (child.exitCode !== null) throw new Error(`${argv[0]} --http exited`);
+      await new Promise((r) => (wake = r));
+    }
+    return lines.shift();
+  };
+  return nextLine().then((url) => {
+    if (!url.startsWith('http://')) throw new Error(`${argv[0]} --http printed ${url}, not its URL`);
+    return {
+      url,
+      stop: async () => {
+        child.stdin.end();
+        const line = await nextLine();
+        await exited;
+        const m = /^conns (\d+)$/.exec(line);
+        if (!m) throw new Error(`server printed ${line} at exit, not "conns N"`);
+        return Number(m[1]);
+      },
+    };
+  });
 }
 
 async function call(client, name, args, options) {
@@ -166,8 +216,16 @@ async function main() {
   const cfg = parseArgs(process.argv.slice(2));
   const res = { client: 'ts-sdk', scenario: cfg.scenario, era: cfg.era, n: cfg.n, ok: 0, cpu_us_per_call: 0, wall_ms: 0, peak_rss_mib: 0 };
   let client;
+  let server;
   try {
     if (cfg.server.length === 0) throw new Error('--server is required');
+    if (cfg.transport === 'http') {
+      res.transport = 'http';
+      server = await startHTTPServer(cfg.server);
+      cfg.url = server.url;
+    } else if (cfg.transport !== 'stdio') {
+      throw new Error(`--transport must be stdio or http, not ${cfg.transport}`);
+    }
     client = await connect(cfg);
     switch (cfg.scenario) {
       case 'seq':
@@ -192,6 +250,13 @@ async function main() {
     res.error = String(err && err.message ? err.message : err);
   }
   if (client) await client.close().catch(() => {});
+  if (server) {
+    try {
+      res.conns_opened = await server.stop();
+    } catch (err) {
+      res.error ??= 'server: ' + String(err && err.message ? err.message : err);
+    }
+  }
   res.peak_rss_mib = peakRssMiB();
   process.stdout.write(JSON.stringify(res) + '\n');
   process.exit(res.error ? 1 : 0);

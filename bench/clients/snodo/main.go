@@ -1,5 +1,6 @@
 // Command snodo is the benchmark client built with Snodo: the root package's
-// Client over the stdio transport (transport/stdio). The elicitation is
+// Client over the stdio transport (transport/stdio), or with --transport http
+// over the Streamable HTTP one (transport/http, its own HTTP client). The elicitation is
 // answered by a native Go handler, or with --wasm FILE by a Wasm handler
 // module on Snodo's host (handlers/wasm: pooled instances, the default
 // per-call deadline on), configured with --wasm-config JSON. With
@@ -24,6 +25,8 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/bench/internal/driver"
+	"github.com/snodo/snodo/transport"
+	mcphttp "github.com/snodo/snodo/transport/http"
 	"github.com/snodo/snodo/transport/stdio"
 )
 
@@ -81,7 +84,13 @@ func (c *conn) ExpectedAnswer(q string) string {
 }
 
 func dial(ctx context.Context, cfg driver.Config, era snodo.Era, elicit snodo.Handler) (*conn, error) {
-	t, err := stdio.Connect(ctx, stdio.Config{Command: cfg.Server[0], Args: cfg.Server[1:], Stderr: os.Stderr})
+	var t transport.Transport
+	var err error
+	if cfg.URL != "" {
+		t, err = mcphttp.New(mcphttp.Config{URL: cfg.URL})
+	} else {
+		t, err = stdio.Connect(ctx, stdio.Config{Command: cfg.Server[0], Args: cfg.Server[1:], Stderr: os.Stderr})
+	}
 	if err != nil {
 		return nil, err
 	}

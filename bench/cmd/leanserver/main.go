@@ -12,6 +12,10 @@
 // elicitation/create to the client). --era modern speaks 2026-07-28
 // (server/discover; per-request _meta is accepted and not checked; ask answers
 // with an input_required result and completes on the retry).
+//
+// --http serves the same tools over Streamable HTTP instead (see http.go): the
+// endpoint's URL is the first line of standard output, the server runs until
+// standard input ends, and then prints how many TCP connections it accepted.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +58,7 @@ type server struct {
 
 func main() {
 	era := flag.String("era", "legacy", "protocol era: legacy or modern")
+	overHTTP := flag.Bool("http", false, "serve Streamable HTTP on 127.0.0.1 (the URL is printed first), until standard input ends")
 	flag.Parse()
 	s := &server{
 		modern: *era == "modern",
@@ -63,6 +69,13 @@ func main() {
 	if *era != "legacy" && *era != "modern" {
 		fmt.Fprintln(os.Stderr, "leanserver: --era must be legacy or modern")
 		os.Exit(2)
+	}
+	if *overHTTP {
+		if err := serveHTTP(s.modern); err != nil {
+			fmt.Fprintln(os.Stderr, "leanserver:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	s.serve(os.Stdin)
 }
@@ -116,36 +129,41 @@ func (s *server) handle(msg []byte) {
 	if id == nil {
 		return // a notification: nothing to answer
 	}
-	switch {
-	case scan.Is(method, "tools/call"):
+	if scan.Is(method, "tools/call") {
 		s.call(id, scan.Field(msg, "params"))
+		return
+	}
+	s.mu.Lock()
+	s.buf = appendAnswer(s.buf, s.modern, id, method, msg)
+	s.mu.Unlock()
+}
+
+// appendAnswer appends the reply to a request other than tools/call.
+func appendAnswer(b []byte, modern bool, id, method, msg []byte) []byte {
+	switch {
 	case scan.Is(method, "initialize"):
-		if s.modern {
-			s.error(id, -32022, `"unsupported protocol version","data":{"supported":["2026-07-28"]}`)
-			return
+		if modern {
+			return appendError(b, id, -32022, `"unsupported protocol version","data":{"supported":["2026-07-28"]}`)
 		}
 		version := scan.Path(msg, "params", "protocolVersion")
 		if version == nil {
 			version = []byte(`"2025-11-25"`)
 		}
-		s.result(id, `"protocolVersion":`+string(version)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"leanserver","version":"1.0.0"}`)
+		return appendResult(b, modern, id, `"protocolVersion":`+string(version)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"leanserver","version":"1.0.0"}`)
 	case scan.Is(method, "server/discover"):
-		if !s.modern {
-			s.error(id, -32601, `"method not found"`)
-			return
+		if !modern {
+			return appendError(b, id, -32601, `"method not found"`)
 		}
-		s.result(id, `"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"leanserver","version":"1.0.0"}}`)
+		return appendResult(b, modern, id, `"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"leanserver","version":"1.0.0"}}`)
 	case scan.Is(method, "tools/list"):
-		if s.modern {
-			s.result(id, toolsList+`,"ttlMs":0,"cacheScope":"public"`)
-		} else {
-			s.result(id, toolsList)
+		if modern {
+			return appendResult(b, modern, id, toolsList+`,"ttlMs":0,"cacheScope":"public"`)
 		}
+		return appendResult(b, modern, id, toolsList)
 	case scan.Is(method, "ping"):
-		s.result(id, "")
-	default:
-		s.error(id, -32601, `"method not found"`)
+		return appendResult(b, modern, id, "")
 	}
+	return appendError(b, id, -32601, `"method not found"`)
 }
 
 func (s *server) call(id, params []byte) {
@@ -191,16 +209,23 @@ func (s *server) call(id, params []byte) {
 // text replies with a text content whose raw JSON string is quoted.
 func (s *server) text(id, quoted []byte) {
 	s.mu.Lock()
-	s.buf = append(s.buf, `{"jsonrpc":"2.0","id":`...)
-	s.buf = append(s.buf, id...)
-	s.buf = append(s.buf, `,"result":{"content":[{"type":"text","text":`...)
-	s.buf = append(s.buf, quoted...)
-	s.buf = s.tail(s.buf)
+	s.buf = appendText(s.buf, s.modern, id, quoted)
 	s.mu.Unlock()
 }
 
-func (s *server) tail(b []byte) []byte {
-	if s.modern {
+// appendText appends a text content reply whose raw JSON string is quoted.
+func appendText(b []byte, modern bool, id, quoted []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":{"content":[{"type":"text","text":`...)
+	b = append(b, quoted...)
+	return appendTail(b, modern)
+}
+
+func (s *server) tail(b []byte) []byte { return appendTail(b, s.modern) }
+
+func appendTail(b []byte, modern bool) []byte {
+	if modern {
 		return append(b, `}],"resultType":"complete"}}`+"\n"...)
 	}
 	return append(b, "}]}}\n"...)
@@ -286,46 +311,58 @@ func (s *server) answerElicitation(id, msg []byte) {
 // askModern answers the first call with input_required (multi round-trip
 // requests) and the retry, which carries inputResponses, with the result.
 func (s *server) askModern(id, params, q []byte) {
+	s.mu.Lock()
+	s.buf = appendAskModern(s.buf, id, params, q)
+	s.mu.Unlock()
+}
+
+func appendAskModern(b []byte, id, params, q []byte) []byte {
 	responses := scan.Field(params, "inputResponses")
 	if responses == nil {
-		s.result(id, `"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"mode":"form","message":`+
+		return appendResult(b, true, id, `"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"mode":"form","message":`+
 			string(q)+`,`+askSchema+`}}},"requestState":"q"`)
-		return
 	}
 	answer := scan.Path(responses, "q", "content", "answer")
 	if !scan.Is(scan.Path(responses, "q", "action"), "accept") || len(answer) < 2 || answer[0] != '"' {
-		s.error(id, -32603, `"elicitation was not accepted with an answer"`)
-		return
+		return appendError(b, id, -32603, `"elicitation was not accepted with an answer"`)
 	}
-	s.text(id, append([]byte(`"answer:`), answer[1:]...))
+	return appendText(b, true, id, append([]byte(`"answer:`), answer[1:]...))
 }
 
 // result replies with {members}, adding resultType in the modern era unless
 // members already has it.
 func (s *server) result(id []byte, members string) {
 	s.mu.Lock()
-	s.buf = append(s.buf, `{"jsonrpc":"2.0","id":`...)
-	s.buf = append(s.buf, id...)
-	s.buf = append(s.buf, `,"result":{`...)
-	s.buf = append(s.buf, members...)
-	if s.modern && !bytes.Contains([]byte(members), []byte(`"resultType"`)) {
-		if members != "" {
-			s.buf = append(s.buf, ',')
-		}
-		s.buf = append(s.buf, `"resultType":"complete"`...)
-	}
-	s.buf = append(s.buf, "}}\n"...)
+	s.buf = appendResult(s.buf, s.modern, id, members)
 	s.mu.Unlock()
+}
+
+func appendResult(b []byte, modern bool, id []byte, members string) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":{`...)
+	b = append(b, members...)
+	if modern && !strings.Contains(members, `"resultType"`) {
+		if members != "" {
+			b = append(b, ',')
+		}
+		b = append(b, `"resultType":"complete"`...)
+	}
+	return append(b, "}}\n"...)
 }
 
 func (s *server) error(id []byte, code int, messageAndData string) {
 	s.mu.Lock()
-	s.buf = append(s.buf, `{"jsonrpc":"2.0","id":`...)
-	s.buf = append(s.buf, id...)
-	s.buf = append(s.buf, `,"error":{"code":`...)
-	s.buf = strconv.AppendInt(s.buf, int64(code), 10)
-	s.buf = append(s.buf, `,"message":`...)
-	s.buf = append(s.buf, messageAndData...)
-	s.buf = append(s.buf, "}}\n"...)
+	s.buf = appendError(s.buf, id, code, messageAndData)
 	s.mu.Unlock()
+}
+
+func appendError(b []byte, id []byte, code int, messageAndData string) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = append(b, messageAndData...)
+	return append(b, "}}\n"...)
 }

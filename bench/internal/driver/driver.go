@@ -4,7 +4,13 @@
 //
 // A client executable is invoked as
 //
-//	client --server 'CMD ARGS…' --scenario seq|conc|blob|elicit|slow --n N [--era legacy|modern]
+//	client --server 'CMD ARGS…' --scenario seq|conc|blob|elicit|slow --n N [--era legacy|modern] [--transport stdio|http]
+//
+// With --transport http the driver starts the server itself, with --http
+// added to its command line (cmd/leanserver): the server prints its
+// endpoint's URL as its first line, which the client connects to
+// (Config.URL), and when its standard input is closed after the run, the
+// number of TCP connections it accepted, which the result reports.
 //
 // Scenarios:
 //   - seq: N sequential echo calls after a warm-up; median and p99 latency.
@@ -26,7 +32,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -68,6 +76,10 @@ type Config struct {
 	Size     int    // bytes per blob
 	SlowMS   int
 	Steps    int
+	// Transport is stdio or http. For http, URL is the server's endpoint
+	// and Server the command line that serves it (started by Run).
+	Transport string
+	URL       string
 	// CPUProfile, if set, is where a CPU profile of the scenario (after
 	// connecting) is written.
 	CPUProfile string
@@ -78,6 +90,7 @@ type Result struct {
 	Client       string  `json:"client"`
 	Scenario     string  `json:"scenario"`
 	Era          string  `json:"era"`
+	Transport    string  `json:"transport,omitempty"`
 	N            int     `json:"n"`
 	OK           int     `json:"ok"`
 	MedianUS     float64 `json:"median_us,omitempty"`
@@ -93,7 +106,11 @@ type Result struct {
 	// call returned.
 	ProgressAtReturn int     `json:"progress_at_return,omitempty"`
 	PeakRSSMiB       float64 `json:"peak_rss_mib"`
-	Error            string  `json:"error,omitempty"`
+	// ConnsOpened is the number of TCP connections the HTTP server
+	// accepted from the client over the whole run (connect and warm-up
+	// included).
+	ConnsOpened int    `json:"conns_opened,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Main parses the command line, connects with connect, runs the scenario and
@@ -107,6 +124,7 @@ func Main(client string, connect func(ctx context.Context, cfg Config) (Conn, er
 	flag.IntVar(&cfg.Size, "size", 8<<20, "bytes per blob")
 	flag.IntVar(&cfg.SlowMS, "slow-ms", 200, "duration of each slow call")
 	flag.IntVar(&cfg.Steps, "steps", 4, "progress notifications per slow call")
+	flag.StringVar(&cfg.Transport, "transport", "stdio", "stdio, or http: start the server with --http and connect to the URL it prints")
 	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
 	flag.Parse()
 	cfg.Server = strings.Fields(*server)
@@ -126,10 +144,31 @@ func Main(client string, connect func(ctx context.Context, cfg Config) (Conn, er
 }
 
 // Run connects, runs cfg.Scenario and measures it.
-func Run(client string, cfg Config, connect func(ctx context.Context, cfg Config) (Conn, error)) Result {
-	res := Result{Client: client, Scenario: cfg.Scenario, Era: cfg.Era, N: cfg.N}
+func Run(client string, cfg Config, connect func(ctx context.Context, cfg Config) (Conn, error)) (res Result) {
+	res = Result{Client: client, Scenario: cfg.Scenario, Era: cfg.Era, N: cfg.N}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	switch cfg.Transport {
+	case "", "stdio":
+	case "http":
+		res.Transport = "http"
+		srv, err := StartHTTPServer(cfg.Server)
+		if err != nil {
+			res.Error = "server: " + err.Error()
+			return res
+		}
+		cfg.URL = srv.URL
+		defer func() {
+			n, err := srv.Stop()
+			res.ConnsOpened = n
+			if err != nil && res.Error == "" {
+				res.Error = "server: " + err.Error()
+			}
+		}()
+	default:
+		res.Error = fmt.Sprintf("--transport must be stdio or http, not %q", cfg.Transport)
+		return res
+	}
 	conn, err := connect(ctx, cfg)
 	if err != nil {
 		res.Error = "connect: " + err.Error()
@@ -391,6 +430,59 @@ func PeakRSSMiB() float64 {
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// HTTPServer is a Streamable HTTP server started by StartHTTPServer.
+type HTTPServer struct {
+	URL    string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+}
+
+// StartHTTPServer starts argv with --http added and reads the endpoint's URL
+// from the first line it prints.
+func StartHTTPServer(argv []string) (*HTTPServer, error) {
+	cmd := exec.Command(argv[0], append(argv[1:len(argv):len(argv)], "--http")...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &HTTPServer{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(out)}
+	line, err := s.stdout.ReadString('\n')
+	url := strings.TrimSpace(line)
+	if err != nil || !strings.HasPrefix(url, "http://") {
+		s.Stop()
+		return nil, fmt.Errorf("%s --http printed %q, not its URL (%v)", argv[0], line, err)
+	}
+	s.URL = url
+	return s, nil
+}
+
+// Stop closes the server's standard input, reads the count of connections
+// it accepted ("conns N") and waits for it to exit.
+func (s *HTTPServer) Stop() (conns int, err error) {
+	s.stdin.Close()
+	line, rerr := s.stdout.ReadString('\n')
+	io.Copy(io.Discard, s.stdout)
+	werr := s.cmd.Wait()
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "conns ")
+	n, cerr := strconv.Atoi(rest)
+	switch {
+	case werr != nil:
+		return 0, werr
+	case rerr != nil || !ok || cerr != nil:
+		return 0, fmt.Errorf("server printed %q at exit, not \"conns N\"", line)
+	}
+	return n, nil
+}
 
 // ErrUnsupported is returned by a Conn for a scenario it cannot run.
 var ErrUnsupported = errors.New("scenario not supported by this client")

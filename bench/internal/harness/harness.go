@@ -240,32 +240,44 @@ const (
 	SDK  = "go-sdk server"
 )
 
-// Case is one scenario against one server in one era.
+// Transports.
+const (
+	Stdio = "stdio"
+	HTTP  = "http"
+)
+
+// Case is one scenario against one server in one era, over one transport.
 type Case struct {
-	Server   string // Lean or SDK
-	Era      string // legacy or modern
-	Scenario string
-	N        int
-	Size     int // blob bytes
+	Server    string // Lean or SDK
+	Era       string // legacy or modern
+	Scenario  string
+	N         int
+	Size      int    // blob bytes
+	Transport string // Stdio ("" too) or HTTP
 }
 
-// Key names the case in results.
-func (c Case) Key() string { return c.Server + "/" + c.Era + "/" + c.Scenario }
+// Key names the case in results: "lean/legacy/seq" over stdio,
+// "http/lean/legacy/seq" over HTTP.
+func (c Case) Key() string {
+	k := c.Server + "/" + c.Era + "/" + c.Scenario
+	if c.Transport == HTTP {
+		k = HTTP + "/" + k
+	}
+	return k
+}
 
 // Applies reports whether client cl runs in case c.
 func (c Case) Applies(cl Client) bool {
-	if cl.ElicitOnly && (c.Server != Lean || c.Scenario != "elicit") {
+	if cl.ElicitOnly && (c.Server != Lean || c.Scenario != "elicit" || c.Transport == HTTP) {
 		return false
 	}
 	if c.Era == "modern" && !cl.Modern && cl.Name != Floor {
 		return false
 	}
-	if cl.ElicitOnly && (c.Server != Lean || c.Scenario != "elicit") {
-		return false
-	}
 	if cl.Name == Floor {
-		// The floor has no MCP: it runs echo and blob against the line
-		// echoer, once, beside the lean server's legacy cases.
+		// The floor has no MCP: over stdio it runs echo and blob against
+		// the line echoer, over HTTP the same POSTs against the lean
+		// server, once, beside the lean server's legacy cases.
 		return c.Server == Lean && c.Era == "legacy" && (c.Scenario == "seq" || c.Scenario == "conc" || c.Scenario == "blob")
 	}
 	return true
@@ -289,12 +301,19 @@ func Cases(scale float64) []Case {
 		{Server: SDK, Era: "legacy", Scenario: "conc", N: n(4000)},
 		{Server: SDK, Era: "legacy", Scenario: "elicit", N: n(600)},
 		{Server: SDK, Era: "modern", Scenario: "conc", N: n(4000)},
+		{Server: Lean, Era: "legacy", Scenario: "seq", N: n(3000), Transport: HTTP},
+		{Server: Lean, Era: "legacy", Scenario: "conc", N: n(12000), Transport: HTTP},
+		{Server: Lean, Era: "legacy", Scenario: "blob", N: n(5), Size: size, Transport: HTTP},
+		{Server: Lean, Era: "legacy", Scenario: "elicit", N: n(1500), Transport: HTTP},
+		{Server: Lean, Era: "modern", Scenario: "seq", N: n(3000), Transport: HTTP},
+		{Server: Lean, Era: "modern", Scenario: "conc", N: n(12000), Transport: HTTP},
+		{Server: Lean, Era: "modern", Scenario: "elicit", N: n(1500), Transport: HTTP},
 	}
 }
 
 // ServerArgv is the server command line for a client in a case.
 func ServerArgv(p Paths, c Case, cl Client) string {
-	if cl.Name == Floor {
+	if cl.Name == Floor && c.Transport != HTTP {
 		return p.pinned(p.Pin.server()) + filepath.Join(p.Bin, "floorchild")
 	}
 	bin := "leanserver"
@@ -329,6 +348,9 @@ func Run(ctx context.Context, p Paths, c Case, cl Client, timeout time.Duration)
 	if c.Size > 0 {
 		args = append(args, "--size", strconv.Itoa(c.Size))
 	}
+	if c.Transport == HTTP {
+		args = append(args, "--transport", HTTP)
+	}
 	argv0 := cl.Argv[0]
 	if p.Pin != nil {
 		// The server is the client's child: its own taskset in the server
@@ -357,6 +379,9 @@ func Run(ctx context.Context, p Paths, c Case, cl Client, timeout time.Duration)
 	}
 	if res.Error == "" && res.OK != c.N {
 		res.Error = fmt.Sprintf("%d of %d calls answered correctly", res.OK, c.N)
+	}
+	if res.Error == "" && c.Transport == HTTP && res.ConnsOpened == 0 {
+		res.Error = "the HTTP server counted no connection (was the client run with --transport http?)"
 	}
 	res.Client = cl.Name
 	return res

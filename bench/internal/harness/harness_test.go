@@ -2,52 +2,87 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/snodo/snodo/bench/internal/driver"
 	"go.uber.org/goleak"
 )
 
+// binDir holds the executables built once for every test (build).
+var binDir string
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	dir, err := os.MkdirTemp("", "bench-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
-// TestEveryClientRunsEveryCaseWithRepliesChecked runs each client once in
-// each case it applies to, with a handful of calls, so that the comparison
-// cannot rot unnoticed: every reply is checked by the client (a wrong echo,
-// blob, elicitation answer or slow result fails the run), and every slow call
-// must finish. Progress delivery is a measured figure, not checked here.
-func TestEveryClientRunsEveryCaseWithRepliesChecked(t *testing.T) {
-	root, err := FindRoot()
-	if err != nil {
-		t.Fatal(err)
+var (
+	buildOnce sync.Once
+	buildErr  error
+	built     Paths
+	builtWith bool
+)
+
+// build checks that the node client can run and builds the executables,
+// once for every test; it reports whether the Snodo client was built.
+func build(t *testing.T) (Paths, bool) {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := FindRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		p := Paths{Root: root, Bin: binDir}
+		if err := CheckNode(p); err != nil {
+			buildErr = fmt.Errorf("the TypeScript SDK client cannot run: %v", err)
+			return
+		}
+		withSnodo, snodoErr, err := Build(context.Background(), p)
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if _, statErr := os.Stat(filepath.Join(root, SnodoProgram)); statErr == nil && !withSnodo {
+			buildErr = fmt.Errorf("the Snodo client does not build: %v", snodoErr)
+			return
+		}
+		built, builtWith = p, withSnodo
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	p := Paths{Root: root, Bin: t.TempDir()}
-	if err := CheckNode(p); err != nil {
-		t.Fatalf("the TypeScript SDK client cannot run: %v", err)
-	}
+	return built, builtWith
+}
+
+// runTiny runs each client once in each case over transport it applies to,
+// with a handful of calls, and checks the result; check, if not nil, adds
+// checks.
+func runTiny(t *testing.T, p Paths, withSnodo bool, transport string, check func(t *testing.T, c Case, cl Client, res driver.Result)) {
 	ctx := context.Background()
-	withSnodo, snodoErr, err := Build(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, statErr := os.Stat(filepath.Join(root, SnodoProgram)); statErr == nil && !withSnodo {
-		t.Fatalf("the Snodo client does not build: %v", snodoErr)
-	}
-	if withSnodo {
-		t.Run("snodo refuses --wasm without the Wasm host", func(t *testing.T) {
-			c := Case{Server: Lean, Era: "modern", Scenario: "elicit", N: 1}
-			cl := Client{Name: Snodo, Argv: []string{p.Snodo(), "--wasm", p.WasmGo()}, Modern: true}
-			res := Run(ctx, p, c, cl, time.Minute)
-			if !strings.Contains(res.Error, "without the Wasm host") {
-				t.Fatalf("bin/snodo --wasm: error %q, want a refusal naming the Wasm host", res.Error)
-			}
-		})
-	}
 	for _, c := range Cases(0.002) {
+		if (c.Transport == HTTP) != (transport == HTTP) {
+			continue
+		}
 		if c.Size > 0 {
 			c.Size = 64 << 10
 		}
@@ -76,7 +111,57 @@ func TestEveryClientRunsEveryCaseWithRepliesChecked(t *testing.T) {
 				if res.PeakRSSMiB <= 0 || res.WallMS <= 0 {
 					t.Fatalf("no measurements: %+v", res)
 				}
+				if check != nil {
+					check(t, c, cl, res)
+				}
 			})
 		}
+	}
+}
+
+// TestEveryClientRunsEveryCaseWithRepliesChecked runs each client once in
+// each case it applies to, with a handful of calls, so that the comparison
+// cannot rot unnoticed: every reply is checked by the client (a wrong echo,
+// blob, elicitation answer or slow result fails the run), and every slow call
+// must finish. Progress delivery is a measured figure, not checked here.
+func TestEveryClientRunsEveryCaseWithRepliesChecked(t *testing.T) {
+	p, withSnodo := build(t)
+	ctx := context.Background()
+	if withSnodo {
+		t.Run("snodo refuses --wasm without the Wasm host", func(t *testing.T) {
+			c := Case{Server: Lean, Era: "modern", Scenario: "elicit", N: 1}
+			cl := Client{Name: Snodo, Argv: []string{p.Snodo(), "--wasm", p.WasmGo()}, Modern: true}
+			res := Run(ctx, p, c, cl, time.Minute)
+			if !strings.Contains(res.Error, "without the Wasm host") {
+				t.Fatalf("bin/snodo --wasm: error %q, want a refusal naming the Wasm host", res.Error)
+			}
+		})
+	}
+	runTiny(t, p, withSnodo, Stdio, nil)
+}
+
+// TestEveryClientRunsEveryHTTPCase runs each client once in each Streamable
+// HTTP case (the lean server with --http, both eras; the floor's POSTs),
+// with a handful of calls and every reply checked as over stdio: the
+// server's URL reaches the client, the server counts the connections the
+// client opened, and a sequential client that keeps its connection (the
+// floor) is counted as opening exactly one.
+func TestEveryClientRunsEveryHTTPCase(t *testing.T) {
+	p, withSnodo := build(t)
+	ran := 0
+	runTiny(t, p, withSnodo, HTTP, func(t *testing.T, c Case, cl Client, res driver.Result) {
+		ran++
+		if res.Transport != HTTP {
+			t.Fatalf("the client ran over %q, not HTTP", res.Transport)
+		}
+		if res.ConnsOpened < 1 {
+			t.Fatalf("the server counted %d connections", res.ConnsOpened)
+		}
+		if cl.Name == Floor && c.Scenario == "seq" && res.ConnsOpened != 1 {
+			t.Fatalf("the floor's sequential calls opened %d connections, want 1", res.ConnsOpened)
+		}
+	})
+	if ran == 0 {
+		t.Fatal("no HTTP case ran")
 	}
 }
