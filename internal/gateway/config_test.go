@@ -3,6 +3,7 @@ package gateway
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,5 +66,34 @@ func TestReadConfigBoundsTheFile(t *testing.T) {
 		if _, err := ParseConfig([]byte(bad), ".json"); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+func TestOpenAuditAppendsJSONLines(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "audit.jsonl")
+	s, err := ParseConfig([]byte(`{"audit":{"file":`+strconv.Quote(p)+`}}`), ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, closeIt, err := OpenAudit(s)
+	if err != nil || a == nil {
+		t.Fatalf("OpenAudit: %v %v", a, err)
+	}
+	a.Audit(AuditRecord{Method: "tools/call", Decision: "deny", Identity: "alice"})
+	a.Audit(AuditRecord{Method: "tools/list", Decision: "allow"})
+	closeIt()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"identity":"alice"`) || !strings.Contains(lines[1], `"method":"tools/list"`) {
+		t.Fatalf("audit file:\n%s", b)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode())
+	}
+	if a, _, err := OpenAudit(Sections{}); a != nil || err != nil {
+		t.Fatalf("no section: %v %v", a, err)
 	}
 }
