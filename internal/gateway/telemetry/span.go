@@ -34,6 +34,7 @@ const (
 	attrErrorType       = "error.type"
 	attrStatusCode      = "rpc.response.status_code"
 	attrTransport       = "network.transport"
+	attrProtocolName    = "network.protocol.name"
 	// attrServer names the gateway's backend server of a client span (its
 	// name in the config file); the conventions have no attribute for it.
 	attrServer = "snodo.gateway.server"
@@ -229,11 +230,9 @@ func SetRequest(ctx context.Context, r *gateway.Request, transport string) {
 	if id := requestID(r.ID); id != "" {
 		span = append(span, attribute.String(attrRequestID, id))
 	}
-	if transport == TransportTCP || transport == TransportPipe {
-		kv := attribute.String(attrTransport, transport)
-		span = append(span, kv)
-		meas = append(meas, kv)
-	}
+	kv := transportAttrs(transport)
+	span = append(span, kv...)
+	meas = append(meas, kv...)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.done {
@@ -278,4 +277,57 @@ func clean(s string) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// transportAttrs are the network attributes of a transport as the
+// conventions record MCP's: stdio is pipe, Streamable HTTP tcp and http.
+func transportAttrs(transport string) []attribute.KeyValue {
+	switch transport {
+	case TransportTCP:
+		return []attribute.KeyValue{attribute.String(attrTransport, TransportTCP), attribute.String(attrProtocolName, "http")}
+	case TransportPipe:
+		return []attribute.KeyValue{attribute.String(attrTransport, TransportPipe)}
+	}
+	return nil
+}
+
+// ServerSession starts measuring a host's session (a legacy session, the
+// stdio host's connection): end records mcp.server.session.duration with
+// the session's protocol version, its transport (TransportTCP,
+// TransportPipe) and err's error.type (nil: ended normally). end records
+// once, however often it is called.
+func (t *Telemetry) ServerSession(protocolVersion, transport string) (end func(err error)) {
+	if t == nil {
+		return func(error) {}
+	}
+	return session(t.serverSes, protocolVersion, transport, nil)
+}
+
+// ClientSession starts measuring the gateway's session with a backend
+// server (named as in the config file): end records
+// mcp.client.session.duration, as ServerSession does.
+func (t *Telemetry) ClientSession(server, protocolVersion, transport string) (end func(err error)) {
+	if t == nil {
+		return func(error) {}
+	}
+	return session(t.clientSes, protocolVersion, transport, []attribute.KeyValue{attribute.String(attrServer, clean(server))})
+}
+
+func session(hist metric.Float64Histogram, protocolVersion, transport string, attrs []attribute.KeyValue) func(error) {
+	if v := clean(protocolVersion); v != "" {
+		attrs = append(attrs, attribute.String(attrProtocolVersion, v))
+	}
+	attrs = append(attrs, transportAttrs(transport)...)
+	start := time.Now()
+	var once sync.Once
+	return func(err error) {
+		once.Do(func() {
+			a := attrs
+			if err != nil {
+				typ, _, _ := classify(err)
+				a = append(a[:len(a):len(a)], attribute.String(attrErrorType, typ))
+			}
+			hist.Record(context.Background(), time.Since(start).Seconds(), metric.WithAttributes(a...))
+		})
+	}
 }

@@ -28,7 +28,12 @@
 //     30, 60, 120, 300], attributed with mcp.method.name, gen_ai.tool.name,
 //     gen_ai.prompt.name, gen_ai.operation.name, error.type,
 //     rpc.response.status_code, mcp.protocol.version and network.transport
-//     (never a session, request ID or URI: one series each).
+//     (never a session, request ID or URI: one series each);
+//     mcp.server.session.duration and mcp.client.session.duration (same
+//     boundaries, as the conventions give them), attributed with
+//     mcp.protocol.version, network.transport and error.type, through
+//     ServerSession and ClientSession. Streamable HTTP is also
+//     network.protocol.name "http".
 //
 // A host's trace context is the parent of its request's span: the
 // request's _meta traceparent and tracestate (MCP 2026-07-28
@@ -132,6 +137,8 @@ type Telemetry struct {
 	tracer    trace.Tracer
 	serverDur metric.Float64Histogram
 	clientDur metric.Float64Histogram
+	serverSes metric.Float64Histogram
+	clientSes metric.Float64Histogram
 	handler   http.Handler
 	otlp      string // the OTLP base URL in use, or ""
 }
@@ -254,6 +261,18 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Telemet
 		t.clientDur, err = meter.Float64Histogram("mcp.client.operation.duration",
 			metric.WithUnit("s"),
 			metric.WithDescription("The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received."),
+			metric.WithExplicitBucketBoundaries(durationBoundaries...))
+	}
+	if err == nil {
+		t.serverSes, err = meter.Float64Histogram("mcp.server.session.duration",
+			metric.WithUnit("s"),
+			metric.WithDescription("The duration of the MCP session as observed on the MCP server."),
+			metric.WithExplicitBucketBoundaries(durationBoundaries...))
+	}
+	if err == nil {
+		t.clientSes, err = meter.Float64Histogram("mcp.client.session.duration",
+			metric.WithUnit("s"),
+			metric.WithDescription("The duration of the MCP session as observed on the MCP client."),
 			metric.WithExplicitBucketBoundaries(durationBoundaries...))
 	}
 	if err != nil {

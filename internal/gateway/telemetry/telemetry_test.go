@@ -326,8 +326,14 @@ func TestPrometheusHandler(t *testing.T) {
 	end(errors.New("broken pipe"))
 	_, end = tel.ServerSpan(context.Background(), "x-unknown/method", "", nil, nil)
 	end(nil)
+	endSes := tel.ServerSession("2025-11-25", telemetry.TransportTCP)
+	endSes(nil)
+	endSes(errors.New("again")) // recorded once
+	tel.ClientSession("fs", "2026-07-28", telemetry.TransportPipe)(context.DeadlineExceeded)
 	body := scrape(t, tel)
 	for _, want := range []string{
+		`mcp_server_session_duration_seconds_count{mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp",otel_scope_name="github.com/snodo/snodo/internal/gateway/telemetry",otel_scope_schema_url="",otel_scope_version="1.2.3"} 1` + "\n",
+		`mcp_client_session_duration_seconds_count{error_type="timeout",mcp_protocol_version="2026-07-28",network_transport="pipe",`,
 		`# TYPE mcp_server_operation_duration_seconds histogram`,
 		`# TYPE mcp_client_operation_duration_seconds histogram`,
 		`mcp_server_operation_duration_seconds_bucket{gen_ai_operation_name="execute_tool",gen_ai_tool_name="fs__read",mcp_method_name="tools/call",`,
@@ -335,7 +341,7 @@ func TestPrometheusHandler(t *testing.T) {
 		`le="300"`,
 		`error_type="_OTHER"`,
 		`snodo_gateway_server="fs"`,
-		`service_name="snodo-gateway"`,
+		`target_info{service_name="snodo-gateway",service_version="1.2.3",`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %s:\n%s", want, body)
