@@ -49,7 +49,9 @@
 // one host could otherwise erase everyone's spans); a method outside the
 // conventions' list is "_OTHER" in metrics; a _meta trace context member
 // longer than W3C allows is ignored; every instrument keeps at most
-// CardinalityLimit series, the rest folded into one overflow series.
+// CardinalityLimit series, the rest folded into one overflow series; and
+// the sampled flag of a host's traceparent is not obeyed (sampleRatio
+// decides), so a host cannot keep its requests out of the traces.
 package telemetry
 
 import (
@@ -221,10 +223,15 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Telemet
 	}
 	topts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
-		// The ratio applies to a host's sampled trace too: a host does not
-		// decide alone how much the gateway exports.
+		// A host's sampled flag decides nothing: the ratio applies to every
+		// trace a host starts or continues, so a host cannot keep its
+		// requests out of the gateway's traces (flags 00) nor ask for
+		// every one of them to be exported. (A host choosing its trace IDs
+		// can still aim for the sampled share of a ratio below 1.) Spans
+		// in the gateway's own traces follow their parent.
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio),
-			sdktrace.WithRemoteParentSampled(sdktrace.TraceIDRatioBased(ratio)))),
+			sdktrace.WithRemoteParentSampled(sdktrace.TraceIDRatioBased(ratio)),
+			sdktrace.WithRemoteParentNotSampled(sdktrace.TraceIDRatioBased(ratio)))),
 		sdktrace.WithRawSpanLimits(spanLimits()),
 	}
 	if c.OTLPEndpoint != "" {

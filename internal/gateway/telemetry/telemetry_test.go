@@ -442,3 +442,27 @@ func TestNilTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHostCannotUnsample: a host whose traceparent says "not sampled"
+// (flags 00) still has its request traced at the configured ratio (1),
+// in its trace; and the backend request's span follows.
+func TestHostCannotUnsample(t *testing.T) {
+	rcv := newReceiver(t)
+	tel := start(t, `{"otlpEndpoint":"`+rcv.srv.URL+`"}`)
+	meta := map[string]json.RawMessage{"traceparent": json.RawMessage(`"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"`)}
+	ctx, end := tel.ServerSpan(context.Background(), "tools/call", "hidden", meta, nil)
+	cctx, cend := tel.ClientSpan(ctx, "tools/call", "x", "fs")
+	if !trace.SpanContextFromContext(cctx).IsSampled() {
+		t.Error("the backend request's trace context is not sampled")
+	}
+	cend(nil)
+	end(nil)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := rcv.span(t, "tools/call hidden")
+	if trace.TraceID(s.TraceId).String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("trace %x, want the host's", s.TraceId)
+	}
+	rcv.span(t, "tools/call x")
+}
