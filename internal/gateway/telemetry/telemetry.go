@@ -90,14 +90,17 @@ type Config struct {
 	// "http(s)://host:port" with an optional path prefix; traces go to
 	// {OTLPEndpoint}/v1/traces and metrics to {OTLPEndpoint}/v1/metrics.
 	// Empty: the environment's OTEL_EXPORTER_OTLP_ENDPOINT, read the same
-	// way; neither: no OTLP export (Handler still serves the metrics).
+	// way; neither: no OTLP export (Handler still serves the metrics), and
+	// the signal-specific OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and
+	// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT are not read.
 	OTLPEndpoint string `json:"otlpEndpoint"`
 	// ServiceName is the resource's service.name; "snodo-gateway" when
 	// empty.
 	ServiceName string `json:"serviceName"`
 	// SampleRatio is the share of traces sampled, 0 to 1; 1 when absent.
 	SampleRatio *float64 `json:"sampleRatio"`
-	// Headers are sent with every OTLP request (a collector's credential).
+	// Headers are sent with every OTLP request (a collector's credential);
+	// when absent, those of OTEL_EXPORTER_OTLP_HEADERS.
 	Headers map[string]string `json:"headers"`
 	// ExportInterval is how often metrics are pushed over OTLP, as a Go
 	// duration ("15s"); 60s when empty.
@@ -235,15 +238,21 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Telemet
 		sdktrace.WithRawSpanLimits(spanLimits()),
 	}
 	if c.OTLPEndpoint != "" {
-		texp, err := otlptracehttp.New(ctx,
-			otlptracehttp.WithEndpointURL(c.OTLPEndpoint+"/v1/traces"),
-			otlptracehttp.WithHeaders(c.Headers))
+		// The exporters read the other OTEL_EXPORTER_OTLP_* variables
+		// (headers, timeout, certificates) themselves; what the file gives
+		// wins. Headers are given only when the file has some: an empty
+		// map would erase OTEL_EXPORTER_OTLP_HEADERS.
+		topt := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(c.OTLPEndpoint + "/v1/traces")}
+		mopt := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(c.OTLPEndpoint + "/v1/metrics")}
+		if len(c.Headers) > 0 {
+			topt = append(topt, otlptracehttp.WithHeaders(c.Headers))
+			mopt = append(mopt, otlpmetrichttp.WithHeaders(c.Headers))
+		}
+		texp, err := otlptracehttp.New(ctx, topt...)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}
-		mexp, err := otlpmetrichttp.New(ctx,
-			otlpmetrichttp.WithEndpointURL(c.OTLPEndpoint+"/v1/metrics"),
-			otlpmetrichttp.WithHeaders(c.Headers))
+		mexp, err := otlpmetrichttp.New(ctx, mopt...)
 		if err != nil {
 			_ = texp.Shutdown(ctx)
 			return nil, fmt.Errorf("telemetry: OTLP metric exporter: %w", err)

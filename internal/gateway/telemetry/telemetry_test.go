@@ -466,3 +466,26 @@ func TestHostCannotUnsample(t *testing.T) {
 	}
 	rcv.span(t, "tools/call x")
 }
+
+// TestHeadersFromEnvironment: without headers in the file, the collector
+// gets those of OTEL_EXPORTER_OTLP_HEADERS.
+func TestHeadersFromEnvironment(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "X-Collector-Key=from-env")
+	rcv := newReceiver(t)
+	tel := start(t, `{"otlpEndpoint":"`+rcv.srv.URL+`"}`)
+	_, end := tel.ServerSpan(context.Background(), "tools/list", "", nil, nil)
+	end(nil)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.headers) == 0 {
+		t.Fatal("nothing exported")
+	}
+	for _, h := range rcv.headers {
+		if h.Get("X-Collector-Key") != "from-env" {
+			t.Errorf("OTLP request without the environment's header: %v", h)
+		}
+	}
+}
