@@ -72,6 +72,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
@@ -153,52 +154,9 @@ var _ gateway.Telemetry = (*Telemetry)(nil)
 // New reads the telemetry section and starts the providers. Shutdown
 // flushes and stops them.
 func New(ctx context.Context, sections gateway.Sections, opts Options) (*Telemetry, error) {
-	var c Config
-	if err := sections.Decode("telemetry", &c); err != nil {
+	c, err := readConfig(sections)
+	if err != nil {
 		return nil, err
-	}
-	if c.OTLPEndpoint == "" {
-		if env := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); env != "" {
-			base, err := endpoint(env)
-			if err != nil {
-				return nil, fmt.Errorf("environment OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
-			}
-			c.OTLPEndpoint = base
-		}
-	} else {
-		base, err := endpoint(c.OTLPEndpoint)
-		if err != nil {
-			return nil, fmt.Errorf("config telemetry.otlpEndpoint: %w", err)
-		}
-		c.OTLPEndpoint = base
-	}
-	if c.ServiceName == "" {
-		c.ServiceName = DefaultServiceName
-	} else if err := checkText(c.ServiceName, 255); err != nil {
-		return nil, fmt.Errorf("config telemetry.serviceName: %w", err)
-	}
-	ratio := 1.0
-	if c.SampleRatio != nil {
-		ratio = *c.SampleRatio
-		if math.IsNaN(ratio) || ratio < 0 || ratio > 1 {
-			return nil, fmt.Errorf("config telemetry.sampleRatio: %v is out of range: give a share of traces from 0 (none) to 1 (all)", ratio)
-		}
-	}
-	for k, v := range c.Headers {
-		if !validHeaderName(k) {
-			return nil, fmt.Errorf("config telemetry.headers: %q is not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~ only)", k)
-		}
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return nil, fmt.Errorf("config telemetry.headers: the value of %q holds a line break or NUL, which HTTP headers cannot carry", k)
-		}
-	}
-	interval := DefaultExportInterval
-	if c.ExportInterval != "" {
-		d, err := time.ParseDuration(c.ExportInterval)
-		if err != nil || d < time.Second || d > 24*time.Hour {
-			return nil, fmt.Errorf("config telemetry.exportInterval: %q: give a Go duration from 1s to 24h, such as \"15s\"", c.ExportInterval)
-		}
-		interval = d
 	}
 	version := opts.Version
 	if version == "" {
@@ -208,7 +166,7 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Telemet
 		}
 	}
 	res := resource.NewSchemaless(
-		attribute.String("service.name", c.ServiceName),
+		attribute.String("service.name", c.serviceName),
 		attribute.String("service.version", version),
 		attribute.String("telemetry.sdk.language", "go"),
 		attribute.String("telemetry.sdk.name", "opentelemetry"),
@@ -232,70 +190,134 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Telemet
 		// every one of them to be exported. (A host choosing its trace IDs
 		// can still aim for the sampled share of a ratio below 1.) Spans
 		// in the gateway's own traces follow their parent.
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio),
-			sdktrace.WithRemoteParentSampled(sdktrace.TraceIDRatioBased(ratio)),
-			sdktrace.WithRemoteParentNotSampled(sdktrace.TraceIDRatioBased(ratio)))),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.ratio),
+			sdktrace.WithRemoteParentSampled(sdktrace.TraceIDRatioBased(c.ratio)),
+			sdktrace.WithRemoteParentNotSampled(sdktrace.TraceIDRatioBased(c.ratio)))),
 		sdktrace.WithRawSpanLimits(spanLimits()),
 	}
-	if c.OTLPEndpoint != "" {
-		// The exporters read the other OTEL_EXPORTER_OTLP_* variables
-		// (headers, timeout, certificates) themselves; what the file gives
-		// wins. Headers are given only when the file has some: an empty
-		// map would erase OTEL_EXPORTER_OTLP_HEADERS.
-		topt := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(c.OTLPEndpoint + "/v1/traces")}
-		mopt := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(c.OTLPEndpoint + "/v1/metrics")}
-		if len(c.Headers) > 0 {
-			topt = append(topt, otlptracehttp.WithHeaders(c.Headers))
-			mopt = append(mopt, otlpmetrichttp.WithHeaders(c.Headers))
-		}
-		texp, err := otlptracehttp.New(ctx, topt...)
+	if c.endpoint != "" {
+		texp, mexp, err := exporters(ctx, c)
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
-		}
-		mexp, err := otlpmetrichttp.New(ctx, mopt...)
-		if err != nil {
-			_ = texp.Shutdown(ctx)
-			return nil, fmt.Errorf("telemetry: OTLP metric exporter: %w", err)
+			return nil, err
 		}
 		topts = append(topts, sdktrace.WithBatcher(texp))
-		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(interval))))
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(c.interval))))
 	}
 	t := &Telemetry{
 		tp:      sdktrace.NewTracerProvider(topts...),
 		mp:      sdkmetric.NewMeterProvider(mopts...),
 		handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		otlp:    c.OTLPEndpoint,
+		otlp:    c.endpoint,
 	}
 	const scope = "github.com/snodo/snodo/internal/gateway/telemetry"
 	t.tracer = t.tp.Tracer(scope, trace.WithInstrumentationVersion(version))
-	meter := t.mp.Meter(scope, metric.WithInstrumentationVersion(version))
-	t.serverDur, err = meter.Float64Histogram("mcp.server.operation.duration",
-		metric.WithUnit("s"),
-		metric.WithDescription("MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent."),
-		metric.WithExplicitBucketBoundaries(durationBoundaries...))
-	if err == nil {
-		t.clientDur, err = meter.Float64Histogram("mcp.client.operation.duration",
-			metric.WithUnit("s"),
-			metric.WithDescription("The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received."),
-			metric.WithExplicitBucketBoundaries(durationBoundaries...))
-	}
-	if err == nil {
-		t.serverSes, err = meter.Float64Histogram("mcp.server.session.duration",
-			metric.WithUnit("s"),
-			metric.WithDescription("The duration of the MCP session as observed on the MCP server."),
-			metric.WithExplicitBucketBoundaries(durationBoundaries...))
-	}
-	if err == nil {
-		t.clientSes, err = meter.Float64Histogram("mcp.client.session.duration",
-			metric.WithUnit("s"),
-			metric.WithDescription("The duration of the MCP session as observed on the MCP client."),
-			metric.WithExplicitBucketBoundaries(durationBoundaries...))
-	}
-	if err != nil {
+	if err := t.instruments(t.mp.Meter(scope, metric.WithInstrumentationVersion(version))); err != nil {
 		_ = t.Shutdown(ctx)
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	return t, nil
+}
+
+// settings are a checked telemetry section.
+type settings struct {
+	endpoint    string // OTLP base URL without a trailing slash, or ""
+	serviceName string
+	ratio       float64
+	headers     map[string]string
+	interval    time.Duration
+}
+
+// readConfig decodes and checks the telemetry section, with
+// OTEL_EXPORTER_OTLP_ENDPOINT when it names no endpoint.
+func readConfig(sections gateway.Sections) (settings, error) {
+	var c Config
+	if err := sections.Decode("telemetry", &c); err != nil {
+		return settings{}, err
+	}
+	st := settings{serviceName: DefaultServiceName, ratio: 1, headers: c.Headers, interval: DefaultExportInterval}
+	var err error
+	if c.OTLPEndpoint != "" {
+		if st.endpoint, err = endpoint(c.OTLPEndpoint); err != nil {
+			return settings{}, fmt.Errorf("config telemetry.otlpEndpoint: %w", err)
+		}
+	} else if env := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); env != "" {
+		if st.endpoint, err = endpoint(env); err != nil {
+			return settings{}, fmt.Errorf("environment OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
+		}
+	}
+	if c.ServiceName != "" {
+		if err := checkText(c.ServiceName, 255); err != nil {
+			return settings{}, fmt.Errorf("config telemetry.serviceName: %w", err)
+		}
+		st.serviceName = c.ServiceName
+	}
+	if c.SampleRatio != nil {
+		st.ratio = *c.SampleRatio
+		if math.IsNaN(st.ratio) || st.ratio < 0 || st.ratio > 1 {
+			return settings{}, fmt.Errorf("config telemetry.sampleRatio: %v is out of range: give a share of traces from 0 (none) to 1 (all)", st.ratio)
+		}
+	}
+	for k, v := range c.Headers {
+		if !validHeaderName(k) {
+			return settings{}, fmt.Errorf("config telemetry.headers: %q is not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~ only)", k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return settings{}, fmt.Errorf("config telemetry.headers: the value of %q holds a line break or NUL, which HTTP headers cannot carry", k)
+		}
+	}
+	if c.ExportInterval != "" {
+		d, err := time.ParseDuration(c.ExportInterval)
+		if err != nil || d < time.Second || d > 24*time.Hour {
+			return settings{}, fmt.Errorf("config telemetry.exportInterval: %q: give a Go duration from 1s to 24h, such as \"15s\"", c.ExportInterval)
+		}
+		st.interval = d
+	}
+	return st, nil
+}
+
+// exporters are the OTLP/HTTP trace and metric exporters to c.endpoint.
+// They read the other OTEL_EXPORTER_OTLP_* variables (headers, timeout,
+// certificates) themselves; what the file gives wins. Headers are given
+// only when the file has some: an empty map would erase
+// OTEL_EXPORTER_OTLP_HEADERS.
+func exporters(ctx context.Context, c settings) (*otlptrace.Exporter, *otlpmetrichttp.Exporter, error) {
+	topt := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(c.endpoint + "/v1/traces")}
+	mopt := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(c.endpoint + "/v1/metrics")}
+	if len(c.headers) > 0 {
+		topt = append(topt, otlptracehttp.WithHeaders(c.headers))
+		mopt = append(mopt, otlpmetrichttp.WithHeaders(c.headers))
+	}
+	texp, err := otlptracehttp.New(ctx, topt...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+	}
+	mexp, err := otlpmetrichttp.New(ctx, mopt...)
+	if err != nil {
+		_ = texp.Shutdown(ctx)
+		return nil, nil, fmt.Errorf("telemetry: OTLP metric exporter: %w", err)
+	}
+	return texp, mexp, nil
+}
+
+// instruments creates the conventions' four histograms.
+func (t *Telemetry) instruments(meter metric.Meter) error {
+	for _, h := range []struct {
+		dst        *metric.Float64Histogram
+		name, desc string
+	}{
+		{&t.serverDur, "mcp.server.operation.duration", "MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent."},
+		{&t.clientDur, "mcp.client.operation.duration", "The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received."},
+		{&t.serverSes, "mcp.server.session.duration", "The duration of the MCP session as observed on the MCP server."},
+		{&t.clientSes, "mcp.client.session.duration", "The duration of the MCP session as observed on the MCP client."},
+	} {
+		var err error
+		*h.dst, err = meter.Float64Histogram(h.name, metric.WithUnit("s"), metric.WithDescription(h.desc),
+			metric.WithExplicitBucketBoundaries(durationBoundaries...))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // spanLimits are the SDK's defaults with attribute values bounded.
