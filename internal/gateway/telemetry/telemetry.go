@@ -64,6 +64,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -83,6 +84,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/redact"
 )
 
 // Config is the config file's telemetry section.
@@ -364,36 +366,30 @@ func (t *Telemetry) Handler() http.Handler {
 }
 
 // endpoint checks an OTLP base URL and returns it without a trailing
-// slash.
+// slash. Its errors show the URL redacted (internal/redact).
 func endpoint(s string) (string, error) {
 	const want = `give the collector's OTLP/HTTP base URL, such as "http://otel-collector:4318"`
+	shown := redact.URL(s)
 	u, err := url.Parse(s)
 	if err != nil {
-		return "", fmt.Errorf("%q is not a URL: %s", s, want)
+		return "", fmt.Errorf("%q is not a URL: %s", shown, want)
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("%q: the scheme must be http or https: %s", s, want)
+		return "", fmt.Errorf("%q: the scheme must be http or https: %s", shown, want)
 	case u.Host == "" || u.Hostname() == "":
-		return "", fmt.Errorf("%q has no host: %s", s, want)
+		return "", fmt.Errorf("%q has no host: %s", shown, want)
 	case u.User != nil:
-		return "", fmt.Errorf("%q holds credentials: put them in telemetry.headers (such as Authorization) instead", redactUser(u))
+		return "", fmt.Errorf("%q holds credentials: put them in telemetry.headers (such as Authorization) instead", shown)
 	case u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
-		return "", fmt.Errorf("%q: a query or fragment is not allowed: %s", s, want)
+		return "", fmt.Errorf("%q: a query or fragment is not allowed: %s", shown, want)
 	}
 	if p := u.Port(); p != "" {
-		var n int
-		if _, err := fmt.Sscanf(p, "%d", &n); err != nil || n < 1 || n > 65535 {
-			return "", fmt.Errorf("%q: port %q is out of range: %s", s, p, want)
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("%q: port %q is out of range: %s", shown, p, want)
 		}
 	}
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-func redactUser(u *url.URL) string {
-	c := *u
-	c.User = url.User("REDACTED")
-	return c.String()
 }
 
 func checkText(s string, max int) error {

@@ -389,6 +389,8 @@ func TestBadConfig(t *testing.T) {
 		{`{"otlpEndpoint":"http://"}`, "has no host"},
 		{`{"otlpEndpoint":"http://exa mple:4318"}`, "not a URL"},
 		{`{"otlpEndpoint":"http://u:p@collector:4318"}`, "telemetry.headers"},
+		{`{"otlpEndpoint":"http://u:p@exa mple:4318"}`, "u:xxxxx@exa mple"},
+		{`{"otlpEndpoint":"http://collector:4318/?k=p@"}`, "k=REDACTED"},
 		{`{"otlpEndpoint":"http://collector:99999"}`, "out of range"},
 		{`{"otlpEndpoint":"http://collector:4318/?x=1"}`, "query"},
 		{`{"sampleRatio":1.5}`, "sampleRatio: 1.5 is out of range"},
