@@ -127,7 +127,7 @@ func attrs(kvs []*commonpb.KeyValue) map[string]string {
 	return m
 }
 
-func sections(t *testing.T, telemetryJSON string) gateway.Sections {
+func sections(t testing.TB, telemetryJSON string) gateway.Sections {
 	t.Helper()
 	s, err := gateway.ParseConfig([]byte(`{"telemetry":`+telemetryJSON+`}`), ".json")
 	if err != nil {
@@ -136,7 +136,7 @@ func sections(t *testing.T, telemetryJSON string) gateway.Sections {
 	return s
 }
 
-func start(t *testing.T, telemetryJSON string) *telemetry.Telemetry {
+func start(t testing.TB, telemetryJSON string) *telemetry.Telemetry {
 	t.Helper()
 	tel, err := telemetry.New(context.Background(), sections(t, telemetryJSON), telemetry.Options{Version: "1.2.3"})
 	if err != nil {
