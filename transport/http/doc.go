@@ -30,6 +30,12 @@
 // breaks before its response fails the request with a -32000 connection
 // error; nothing is sent again behind the caller's back.
 //
+// A request, listen or notification whose context holds an OpenTelemetry
+// span context also carries its W3C traceparent and tracestate headers
+// (unless the caller's RequestOptions.Headers give a traceparent), for an
+// HTTP proxy or server that traces by headers; the span's context is in
+// the message's _meta too. A context without one adds nothing.
+//
 // Failures are the errors of package transport: -32000 (ConnectionError)
 // for the connection, wrapping a *transport.StatusError for an HTTP failure
 // status such as 401 (with its WWW-Authenticate header), and -32001 for

@@ -37,6 +37,7 @@ var errSubscriptionClosed = errors.New("subscription closed")
 func (t *Transport) Listen(ctx context.Context, req *jsonrpc.Request, opts transport.ListenOptions) (json.RawMessage, *transport.Subscription, error) {
 	r := *req
 	h := t.requestHeaders(&r, opts.Dialect, nil, opts.Headers)
+	traceHeaders(ctx, h)
 	if err := t.Err(); err != nil {
 		return nil, nil, err
 	}

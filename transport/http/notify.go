@@ -34,6 +34,7 @@ func (t *Transport) Notify(ctx context.Context, n *jsonrpc.Notification, opts tr
 		return &jsonrpc.Error{Kind: jsonrpc.KindTransport, Code: jsonrpc.CodeInvalidRequest, Message: "cannot encode the notification", Cause: err}
 	}
 	h := t.requestHeaders(&jsonrpc.Request{Method: n.Method, Params: n.Params}, opts.Dialect, nil, opts.Headers)
+	traceHeaders(ctx, h)
 	ctx, cancel := t.bound(ctx, opts.Timeout)
 	defer cancel()
 	resp, err := t.do(ctx, nethttp.MethodPost, body, h, "")

@@ -167,6 +167,7 @@ func (t *Transport) Request(ctx context.Context, req *jsonrpc.Request, opts tran
 	cl := &call{method: r.Method, result: make(chan outcome, 1), values: ctx}
 	cl.token, cl.prog = rpc.Progress(&opts, r.Params, t.maxMsg)
 	h := t.requestHeaders(&r, opts.Dialect, opts.Extension, opts.Headers)
+	traceHeaders(ctx, h)
 	modern := isModern(h)
 	// The stream's context exists before the call is in the table: a
 	// response routed from another stream cancels it.
