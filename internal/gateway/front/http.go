@@ -113,6 +113,19 @@ func New(sections gateway.Sections, hub gateway.Hub, pol gateway.Policy, tel gat
 // Listen is the address the front is configured to listen on.
 func (f *Front) Listen() string { return f.listen }
 
+// Server returns an http.Server for the front on its listen address, with
+// bounds against slow or oversized request headers (a body is bounded by
+// maxBodyBytes). It sets no write timeout: SSE streams live long.
+func (f *Front) Server() *http.Server {
+	return &http.Server{
+		Addr:              f.listen,
+		Handler:           f.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
 // Close ends every session and stream; requests in flight are cancelled.
 func (f *Front) Close() error {
 	f.mu.Lock()
@@ -434,7 +447,7 @@ func (f *Front) postRequest(w http.ResponseWriter, r *http.Request, id *gateway.
 		defer stop()
 		sw := newSSEWriter(w)
 		res, err := f.serve(ctx, c, nil, id, stream{notify: sw.notify, header: r.Header})
-		f.respond(w, sw, req, res, err, ctx)
+		f.respond(w, sw, req, res, err, true)
 		return
 	}
 	if req.Method == "initialize" {
@@ -465,7 +478,7 @@ func (f *Front) postRequest(w http.ResponseWriter, r *http.Request, id *gateway.
 		return s.ask(ctx, method, params, sw.send)
 	}
 	res, err := f.serve(ctx, c, s, id, stream{notify: sw.notify, ask: ask, header: r.Header})
-	f.respond(w, sw, req, res, err, ctx)
+	f.respond(w, sw, req, res, err, false)
 }
 
 // requestContext is a request's context, which also ends at Close and
@@ -482,14 +495,19 @@ func (f *Front) requestContext(parent context.Context, s *session) (context.Cont
 
 // respond writes a request's answer: on its SSE stream when one was
 // opened, else as a JSON body. Nothing is written once ctx has ended.
-func (f *Front) respond(w http.ResponseWriter, sw *sseWriter, req *jsonrpc.Request, res json.RawMessage, err error, ctx context.Context) {
+func (f *Front) respond(w http.ResponseWriter, sw *sseWriter, req *jsonrpc.Request, res json.RawMessage, err error, modern bool) {
 	if res == nil && err == nil {
 		sw.end() // cancelled: nothing is answered
 		return
 	}
 	var m *jsonrpc.Response
+	status := http.StatusOK
 	if err != nil {
-		m = jsonrpc.NewErrorResponse(req.ID, toWire(err))
+		je := toWire(err)
+		m = jsonrpc.NewErrorResponse(req.ID, je)
+		if modern {
+			status = modernStatus(je.Code)
+		}
 	} else {
 		m = jsonrpc.NewResult(req.ID, res)
 	}
@@ -502,7 +520,21 @@ func (f *Front) respond(w http.ResponseWriter, sw *sseWriter, req *jsonrpc.Reque
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// modernStatus is the HTTP status of a 2026-07-28 request's error, as the
+// Streamable HTTP transport says: 404 for a method the gateway does not
+// serve, 400 for a protocol version, header or capability error.
+func modernStatus(code int64) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.CodeHeaderMismatch, jsonrpc.CodeMissingRequiredClientCapability:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 func (f *Front) initialize(w http.ResponseWriter, r *http.Request, id *gateway.Identity, c *call) {

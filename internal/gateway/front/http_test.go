@@ -169,6 +169,9 @@ func TestBadInputNeverReachesTheHub(t *testing.T) {
 		{"modern Mcp-Name mismatch", "POST", modernCall, append(modernHeaders[:3:3], "Mcp-Name: other__tool"), 400, -32020, "Mcp-Name"},
 		{"modern unsupported version", "POST", strings.Replace(modernCall, `"2026-07-28"`, `"2099-01-01"`, 1), append([]string{alice, "MCP-Protocol-Version: 2099-01-01"}, modernHeaders[2:]...), 400, -32022, "2099-01-01"},
 		{"modern params not an object", "POST", `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":[1]}`, []string{alice}, 400, -32602, "object"},
+		{"modern unknown method", "POST", `{"jsonrpc":"2.0","id":6,"method":"tasks/frobnicate","params":{` + modernMeta + `}}`, []string{alice, "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tasks/frobnicate"}, 404, -32601, "not served"},
+		{"modern initialize", "POST", `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{` + modernMeta + `}}`, []string{alice, "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: initialize"}, 400, -32600, "server/discover"},
+		{"legacy discover", "POST", `{"jsonrpc":"2.0","id":8,"method":"server/discover"}`, []string{alice}, 400, -32022, "protocolVersion"},
 		{"response to nothing", "POST", `{"jsonrpc":"2.0","id":"gw-99","result":{}}`, []string{alice, "Mcp-Session-Id: " + sid}, 400, -32600, "no request"},
 	}
 	for _, c := range cases {
@@ -293,4 +296,38 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	copy(p, bytes.Repeat([]byte{' '}, int(n)))
 	r.n.Add(n)
 	return int(n), nil
+}
+
+// TestConfigErrors: bad front sections are refused with an error that
+// names the section and says what to give.
+func TestConfigErrors(t *testing.T) {
+	for config, says := range map[string]string{
+		`{"listen":""}`:                    "listen",
+		`{"listen":8080}`:                  "config listen",
+		`{"maxBodyBytes":0}`:               "positive number of bytes",
+		`{"maxBodyBytes":"big"}`:           "config maxBodyBytes",
+		`{"sessionIdleTimeout":"soon"}`:    `"30m"`,
+		`{"sessionIdleTimeout":"-1s"}`:     "positive duration",
+		`{"sessionIdleTimeout":30}`:        `"30m"`,
+		`{"maxSessions":-1}`:               "maxSessions",
+		`{"allowedOrigins":"https://a.b"}`: "config allowedOrigins",
+	} {
+		sections, err := gateway.ParseConfig([]byte(config), ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(sections, newFakeHub(), nil, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %v, want an error saying %s", config, err, says)
+		}
+	}
+	sections, _ := gateway.ParseConfig([]byte(`{"listen":"127.0.0.1:0","maxSessions":5,"sessionIdleTimeout":"2m"}`), ".json")
+	f, err := New(sections, newFakeHub(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Listen() != "127.0.0.1:0" || f.maxSessions != 5 || f.idleTimeout != 2*time.Minute || f.maxBody != DefaultMaxBodyBytes {
+		t.Errorf("decoded %q %d %v %d", f.Listen(), f.maxSessions, f.idleTimeout, f.maxBody)
+	}
 }

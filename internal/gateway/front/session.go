@@ -37,7 +37,7 @@ type session struct {
 	cancel context.CancelCauseFunc
 
 	mu       sync.Mutex
-	inflight map[string]context.CancelCauseFunc // by the host's request ID
+	inflight map[string]context.CancelCauseFunc // by idKey of the host's request ID
 	pending  map[string]chan *jsonrpc.Response  // by the gateway's request ID
 	nextAsk  uint64
 	lastUsed time.Time
@@ -63,7 +63,7 @@ func newSessionID() string {
 func (s *session) begin(parent context.Context, id jsonrpc.ID) (context.Context, func(), *jsonrpc.Error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
-	key := id.String()
+	key := idKey(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.inflight[key]; dup {
@@ -89,6 +89,9 @@ func (s *session) begin(parent context.Context, id jsonrpc.ID) (context.Context,
 	}, nil
 }
 
+// idKey tells a string ID from the number with the same digits.
+func idKey(id jsonrpc.ID) string { return string(id.AppendJSON(nil)) }
+
 // cancelled handles the host's notifications/cancelled.
 func (s *session) cancelled(params json.RawMessage) {
 	var c struct {
@@ -99,7 +102,7 @@ func (s *session) cancelled(params json.RawMessage) {
 		return
 	}
 	s.mu.Lock()
-	cancel := s.inflight[c.RequestID.String()]
+	cancel := s.inflight[idKey(c.RequestID)]
 	s.mu.Unlock()
 	if cancel != nil {
 		reason := c.Reason
