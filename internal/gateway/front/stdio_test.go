@@ -123,3 +123,27 @@ func TestStdioBothEras(t *testing.T) {
 		t.Fatalf("a cancelled request was answered, or ping was not: %v", m)
 	}
 }
+
+// TestStdioStringAndNumberIDs: the request IDs "7" and 7 are two requests
+// (JSON-RPC tells them apart), and cancelling one leaves the other.
+func TestStdioStringAndNumberIDs(t *testing.T) {
+	hub := newFakeHub()
+	p := startStdio(t, hub)
+	for _, id := range []string{`"7"`, `7`} {
+		p.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"demo__block",`+modernMeta+`}}`)
+		// The next line out answers the ping, not a refusal of id.
+		p.send(t, `{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+		if m := p.read(t); string(m["id"]) != `"p"` {
+			t.Fatalf("request %s was refused: %s", id, m["error"])
+		}
+		<-hub.blocked
+	}
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"7","reason":"first"}}`)
+	if cause := <-hub.released; !strings.Contains(cause.Error(), "first") {
+		t.Errorf("ended by %v", cause)
+	}
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"second"}}`)
+	if cause := <-hub.released; !strings.Contains(cause.Error(), "second") {
+		t.Errorf("ended by %v", cause)
+	}
+}
