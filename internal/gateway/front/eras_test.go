@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func modernHeaders(method, name string) []string {
@@ -189,5 +190,25 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 	if c, _ := get("/metrics"); c != 404 {
 		t.Errorf("/metrics %d", c)
+	}
+}
+
+// TestStreamsKeepAlive: a quiet GET stream and a quiet subscriptions/listen
+// stream get SSE comments, so that proxies with idle timeouts keep them.
+func TestStreamsKeepAlive(t *testing.T) {
+	f, srv, _ := testFront(t, "", nil)
+	f.keepAlive = 5 * time.Millisecond
+	url := srv.URL + "/mcp"
+	sid := initSession(t, url, "")
+	get := do(t, http.MethodGet, url, "", "Mcp-Session-Id: "+sid, "Accept: text/event-stream")
+	listen := do(t, http.MethodPost, url, `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+modernMeta+`}}`,
+		modernHeaders("subscriptions/listen", "")...)
+	for name, resp := range map[string]*http.Response{"GET": get, "listen": listen} {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() && sc.Text() != ":" {
+		}
+		if sc.Text() != ":" {
+			t.Errorf("%s stream ended without a keep-alive: %v", name, sc.Err())
+		}
 	}
 }

@@ -1,10 +1,12 @@
 package front
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
 )
@@ -109,4 +111,28 @@ func (s *sseWriter) end() {
 	s.mu.Lock()
 	s.done = true
 	s.mu.Unlock()
+}
+
+// keepAlive writes an SSE comment every interval while the stream is open
+// and ctx lasts, so that proxies and hosts do not close a quiet long-lived
+// stream (a GET stream, a subscriptions/listen); it returns when ctx ends.
+func (s *sseWriter) keepAlive(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.mu.Lock()
+			if s.opened && !s.done && s.err == nil {
+				if _, err := s.w.Write([]byte(":\n\n")); err != nil {
+					s.err = err
+				} else {
+					s.err = s.rc.Flush()
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
 }

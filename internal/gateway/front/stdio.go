@@ -33,7 +33,9 @@ type stdioHost struct {
 
 // ServeStdio serves one local host on newline-delimited JSON-RPC over in
 // and out, in both eras, until in ends or ctx ends. Its identity is
-// pol.Authenticate(nil) when pol is not nil.
+// pol.Authenticate(nil) when pol is not nil. When ctx ends first, the
+// requests in flight are cancelled and ServeStdio returns, but a read of in
+// in progress ends only when in is closed: the caller closes it.
 func ServeStdio(ctx context.Context, in io.Reader, out io.Writer, hub gateway.Hub, pol gateway.Policy, tel gateway.Telemetry, log *slog.Logger) error {
 	if hub == nil {
 		return errors.New("front: a hub is needed")
@@ -175,7 +177,7 @@ func (h *stdioHost) dispatch(ctx context.Context, line []byte) {
 			s.version, s.caps, s.clientInfo = version, caps, info
 			h.mu.Lock()
 			old := h.sess
-			h.sess = s
+			h.sess, h.watched = s, false // the old session's Watch ends with it
 			h.mu.Unlock()
 			if old != nil {
 				old.cancel(errors.New("the host initialized again"))
