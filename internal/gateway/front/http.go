@@ -26,6 +26,10 @@ const (
 	DefaultMaxBodyBytes       = 4 << 20
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultMaxSessions        = 10000
+
+	// keepAliveEvery is how often a quiet long-lived stream gets an SSE
+	// comment: under the usual 30 s to 60 s idle timeouts of proxies.
+	keepAliveEvery = 15 * time.Second
 )
 
 // Front serves MCP over Streamable HTTP to many hosts.
@@ -36,6 +40,7 @@ type Front struct {
 	maxBody     int64
 	idleTimeout time.Duration
 	maxSessions int
+	keepAlive   time.Duration
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelCauseFunc
@@ -66,6 +71,7 @@ func New(sections gateway.Sections, hub gateway.Hub, pol gateway.Policy, tel gat
 		maxBody:     DefaultMaxBodyBytes,
 		idleTimeout: DefaultSessionIdleTimeout,
 		maxSessions: DefaultMaxSessions,
+		keepAlive:   keepAliveEvery,
 		sessions:    map[string]*session{},
 	}
 	if err := sections.Decode("listen", &f.listen); err != nil {
@@ -446,6 +452,9 @@ func (f *Front) postRequest(w http.ResponseWriter, r *http.Request, id *gateway.
 		ctx, stop := f.requestContext(r.Context(), nil)
 		defer stop()
 		sw := newSSEWriter(w)
+		if req.Method == "subscriptions/listen" {
+			defer f.keepStreamAlive(ctx, sw)()
+		}
 		res, err := f.serve(ctx, c, nil, id, stream{notify: sw.notify, header: r.Header})
 		f.respond(w, sw, req, res, err, true)
 		return
@@ -479,6 +488,19 @@ func (f *Front) postRequest(w http.ResponseWriter, r *http.Request, id *gateway.
 	}
 	res, err := f.serve(ctx, c, s, id, stream{notify: sw.notify, ask: ask, header: r.Header})
 	f.respond(w, sw, req, res, err, false)
+}
+
+// keepStreamAlive writes keep-alive comments on sw until the returned
+// stop is called, which waits for the writer to end (the handler calls it
+// before it returns).
+func (f *Front) keepStreamAlive(ctx context.Context, sw *sseWriter) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sw.keepAlive(ctx, f.keepAlive)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // requestContext is a request's context, which also ends at Close and
@@ -604,6 +626,7 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, id *gateway.Identity
 	sw := newSSEWriter(w)
 	sw.open()
 	defer sw.end()
+	defer f.keepStreamAlive(ctx, sw)()
 	f.hub.Watch(ctx, s.id, id, sw.notify)
 }
 
