@@ -10,6 +10,7 @@ package front
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -245,20 +246,18 @@ func (co *core) initialize(c *call) (version string, caps, clientInfo, res json.
 // toWire is the error object the host gets for err.
 var toWire = proxy.ToWire
 
+// decodeError is the error object of a message jsonrpc.Decode refused.
+func decodeError(err error) *jsonrpc.Error {
+	var de *jsonrpc.Error
+	if errors.As(err, &de) {
+		return &jsonrpc.Error{Code: de.Code, Message: de.Message}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "invalid JSON"}
+}
+
 // declares reports whether a legacy host's capabilities allow the gateway
 // to send it method.
-func declares(caps json.RawMessage, method string) bool {
-	var c map[string]json.RawMessage
-	if json.Unmarshal(caps, &c) != nil {
-		return false
-	}
-	name := map[string]string{"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}[method]
-	if name == "" {
-		return method == "ping"
-	}
-	v, ok := c[name]
-	return ok && string(v) != "null"
-}
+var declares = proxy.Declares
 
 // sameIdentity reports whether two identities are the same host.
 func sameIdentity(a, b *gateway.Identity) bool {

@@ -363,11 +363,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, id *gateway.Identit
 	}
 	msg, err := jsonrpc.Decode(body)
 	if err != nil {
-		je := &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "invalid JSON"}
-		var de *jsonrpc.Error
-		if errors.As(err, &de) {
-			je = &jsonrpc.Error{Code: de.Code, Message: de.Message}
-		}
+		je := decodeError(err)
 		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, je.Code, je.Message, nil)
 		return
 	}

@@ -131,12 +131,7 @@ func (h *stdioHost) dispatch(ctx context.Context, line []byte) {
 	}
 	msg, err := jsonrpc.Decode(line)
 	if err != nil {
-		je := &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "invalid JSON"}
-		var de *jsonrpc.Error
-		if errors.As(err, &de) {
-			je = &jsonrpc.Error{Code: de.Code, Message: de.Message}
-		}
-		h.fail(jsonrpc.ID{}, je)
+		h.fail(jsonrpc.ID{}, decodeError(err))
 		return
 	}
 	h.mu.Lock()
