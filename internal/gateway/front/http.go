@@ -452,7 +452,7 @@ func (f *Front) postRequest(w http.ResponseWriter, r *http.Request, id *gateway.
 			defer f.keepStreamAlive(ctx, sw)()
 		}
 		res, err := f.serve(ctx, c, nil, id, stream{notify: sw.notify, header: r.Header})
-		f.respond(w, sw, req, res, err, true)
+		f.respond(ctx, w, r, sw, req, res, err, true)
 		return
 	}
 	if req.Method == "initialize" {
@@ -483,7 +483,7 @@ func (f *Front) postRequest(w http.ResponseWriter, r *http.Request, id *gateway.
 		return s.ask(ctx, method, params, sw.send)
 	}
 	res, err := f.serve(ctx, c, s, id, stream{notify: sw.notify, ask: ask, header: r.Header})
-	f.respond(w, sw, req, res, err, false)
+	f.respond(ctx, w, r, sw, req, res, err, false)
 }
 
 // keepStreamAlive writes keep-alive comments on sw until the returned
@@ -513,10 +513,16 @@ func (f *Front) requestContext(parent context.Context, s *session) (context.Cont
 
 // respond writes a request's answer: on its SSE stream when one was
 // opened, else as a JSON body. Nothing is written once ctx has ended.
-func (f *Front) respond(w http.ResponseWriter, sw *sseWriter, req *jsonrpc.Request, res json.RawMessage, err error, modern bool) {
+func (f *Front) respond(ctx context.Context, w http.ResponseWriter, r *http.Request, sw *sseWriter, req *jsonrpc.Request, res json.RawMessage, err error, modern bool) {
 	if res == nil && err == nil {
-		sw.end() // cancelled: nothing is answered
-		return
+		cause := context.Cause(ctx)
+		if r.Context().Err() != nil || errors.Is(cause, errCancelledByHost) {
+			sw.end() // the host went away, or cancelled: nothing is answered
+			return
+		}
+		// Ended by the gateway (the session ended, the gateway is
+		// shutting down): the host, still waiting, is told why.
+		err = &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: "the request was ended: " + cause.Error()}
 	}
 	var m *jsonrpc.Response
 	status := http.StatusOK

@@ -257,14 +257,17 @@ func TestIdleSessionsExpire(t *testing.T) {
 	idle := initSession(t, url, "")
 	busy := initSession(t, url, "")
 	// The busy session has a request in flight.
+	answer := make(chan string, 1)
 	go func() {
+		defer close(answer)
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"demo__block"}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", busy)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
+			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			answer <- string(b)
 		}
 	}()
 	<-hub.blocked
@@ -281,6 +284,10 @@ func TestIdleSessionsExpire(t *testing.T) {
 	// DELETE ends the busy session, which cancels its request.
 	do(t, http.MethodDelete, url, "", "Mcp-Session-Id: "+busy)
 	<-hub.released
+	// The host, still waiting, is told why its request ended.
+	if a := <-answer; !strings.Contains(a, `"code":-32000`) || !strings.Contains(a, "the host ended the session") {
+		t.Errorf("the ended request was answered %q", a)
+	}
 }
 
 type countingReader struct {

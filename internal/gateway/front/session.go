@@ -109,9 +109,13 @@ func (s *session) cancelled(params json.RawMessage) {
 		if reason == "" {
 			reason = "no reason given"
 		}
-		cancel(fmt.Errorf("cancelled by the host: %s", reason))
+		cancel(fmt.Errorf("%w: %s", errCancelledByHost, reason))
 	}
 }
+
+// errCancelledByHost is the cause of a request the host cancelled with
+// notifications/cancelled: it is not answered.
+var errCancelledByHost = errors.New("cancelled by the host")
 
 // errUnknownResponse is the error of a host response that answers no
 // request the gateway sent.
