@@ -7,9 +7,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snodo/snodo/internal/gateway"
 )
 
 func modernHeaders(method, name string) []string {
@@ -210,5 +213,34 @@ func TestStreamsKeepAlive(t *testing.T) {
 		if sc.Text() != ":" {
 			t.Errorf("%s stream ended without a keep-alive: %v", name, sc.Err())
 		}
+	}
+}
+
+// TestTelemetry: each request the hub serves gets a server span named by
+// its method and target, and /metrics is the telemetry's handler.
+func TestTelemetry(t *testing.T) {
+	sections, _ := gateway.ParseConfig([]byte(`{}`), ".json")
+	tel := &fakeTel{}
+	f, err := New(sections, newFakeHub(), nil, tel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(f.Handler())
+	defer srv.Close()
+	defer f.Close()
+	do(t, http.MethodPost, srv.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__echo",`+modernMeta+`}}`, modernHeaders("tools/call", "demo__echo")...).Body.Close()
+	tel.mu.Lock()
+	spans := tel.spans
+	tel.mu.Unlock()
+	if len(spans) != 1 || spans[0] != "tools/call demo__echo" {
+		t.Errorf("spans %q", spans)
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "fake_metric 1\n" {
+		t.Errorf("/metrics %q", b)
 	}
 }
