@@ -199,8 +199,18 @@ func TestHealthReadyMetrics(t *testing.T) {
 // TestStreamsKeepAlive: a quiet GET stream and a quiet subscriptions/listen
 // stream get SSE comments, so that proxies with idle timeouts keep them.
 func TestStreamsKeepAlive(t *testing.T) {
-	f, srv, _ := testFront(t, "", nil)
-	f.keepAlive = 5 * time.Millisecond
+	sections, _ := gateway.ParseConfig([]byte(`{}`), ".json")
+	f, err := New(sections, newFakeHub(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.keepAlive = 5 * time.Millisecond // before the server's goroutines start
+	srv := httptest.NewServer(f.Handler())
+	t.Cleanup(func() {
+		f.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
 	url := srv.URL + "/mcp"
 	sid := initSession(t, url, "")
 	get := do(t, http.MethodGet, url, "", "Mcp-Session-Id: "+sid, "Accept: text/event-stream")
