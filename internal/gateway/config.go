@@ -19,7 +19,8 @@ const MaxConfigBytes = 4 << 20
 // Sections are the gateway config file's top-level members, each as JSON;
 // the package that owns a section decodes it:
 //
-//	listen, allowedOrigins, maxBodyBytes, sessionIdleTimeout  front
+//	listen, allowedOrigins, maxBodyBytes, sessionIdleTimeout,
+//	maxSessions                                               front
 //	mcpServers, modules, stateKey, audit                      hub
 //	identities, jwt, limits                                   policy
 //	telemetry                                                 telemetry
@@ -27,7 +28,7 @@ type Sections map[string]json.RawMessage
 
 // KnownSections are the top-level members a config file may hold.
 var KnownSections = []string{
-	"listen", "allowedOrigins", "maxBodyBytes", "sessionIdleTimeout",
+	"listen", "allowedOrigins", "maxBodyBytes", "sessionIdleTimeout", "maxSessions",
 	"mcpServers", "modules", "stateKey", "audit",
 	"identities", "jwt", "limits",
 	"telemetry",

@@ -38,6 +38,15 @@ func (c capabilities) declares(method string) bool {
 	return false
 }
 
+// Declares reports whether client capabilities (an initialize's
+// capabilities object) declare the capability a server-to-client request
+// of method needs: elicitation, sampling or roots.
+func Declares(caps json.RawMessage, method string) bool {
+	var c capabilities
+	_ = json.Unmarshal(caps, &c)
+	return c.declares(method)
+}
+
 func capabilityName(method string) string {
 	switch method {
 	case abi.MethodElicitationCreate:

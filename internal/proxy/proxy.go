@@ -513,7 +513,11 @@ func (p *Proxy) finish(hr *hostRequest, res json.RawMessage, err error) {
 	p.audit.write(hr.rec, hr.started)
 }
 
-// toWire is the error object sent for err.
+// ToWire is the error object a host is sent for err: a *jsonrpc.Error's
+// code (-32603 when it has none), message and data, with its cause's text
+// unless that is a cancellation; any other error is -32603 with its text.
+func ToWire(err error) *jsonrpc.Error { return toWire(err) }
+
 func toWire(err error) *jsonrpc.Error {
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
