@@ -384,7 +384,11 @@ func TestK8sManifests(t *testing.T) {
 		probe      probe
 	}{{"liveness", healthPath, c.LivenessProbe}, {"readiness", readyPath, c.ReadinessProbe}} {
 		if p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || !isGatewayPort(p.probe.HTTPGet.Port) {
-			t.Errorf("%s probe %+v; want httpGet %s on port %s (%d)", p.name, p.probe.HTTPGet, p.path, portName, gatewayPort)
+			got := "none"
+			if g := p.probe.HTTPGet; g != nil {
+				got = "httpGet " + g.Path + " on port " + g.Port.Value
+			}
+			t.Errorf("%s probe: %s; want httpGet %s on port %s (%d)", p.name, got, p.path, portName, gatewayPort)
 		}
 	}
 	for _, svc := range objs["Service"] {

@@ -169,6 +169,7 @@ func TestHAProxySpreadsStatelessRequests(t *testing.T) {
 func TestHAProxySticksLegacySessionToItsReplica(t *testing.T) {
 	a, b, h := twoReplicas(t)
 	c := &http.Client{}
+	defer c.CloseIdleConnections()
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	type session struct{ id, replica string }
 	var sessions []session
@@ -249,6 +250,7 @@ func TestHAProxySticksLegacySessionToItsReplica(t *testing.T) {
 func TestHAProxyDoesNotStoreMadeUpSessionIDs(t *testing.T) {
 	_, _, h := twoReplicas(t)
 	c := &http.Client{}
+	defer c.CloseIdleConnections()
 	seen := map[string]int{}
 	for i := range 20 {
 		status, rep, _ := post(t, c, h.URL, "tools/list", fmt.Sprintf("made-up-%d", i%2))
@@ -278,6 +280,7 @@ func TestHAProxyDoesNotStoreMadeUpSessionIDs(t *testing.T) {
 func TestHAProxyTakesOutAReplicaThatIsDownOrNotReady(t *testing.T) {
 	a, b, h := twoReplicas(t)
 	c := &http.Client{}
+	defer c.CloseIdleConnections()
 	var bSession string
 	for bSession == "" {
 		_, rep, sid := post(t, c, h.URL, "initialize", "")
@@ -354,7 +357,9 @@ func TestHAProxyRefusesBodiesOverTheLimit(t *testing.T) {
 	// At the limit, the request goes through.
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	body += strings.Repeat(" ", 4<<20-len(body))
-	r, err := http.Post(h.URL+"/mcp", "application/json", strings.NewReader(body))
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	r, err := c.Post(h.URL+"/mcp", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
