@@ -448,17 +448,17 @@ func TestK8sManifests(t *testing.T) {
 	sec := one(t, objs, "Secret")
 	found := false
 	for _, e := range c.Env {
-		if e.Name == "SNODO_STATE_KEY" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+		if e.Name == gateway.StateKeyEnv && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 			ref := e.ValueFrom.SecretKeyRef
 			_, ok := sec.StringData[ref.Key]
 			if _, ok2 := sec.Data[ref.Key]; ref.Name != sec.Metadata.Name || !(ok || ok2) {
-				t.Errorf("SNODO_STATE_KEY from Secret %s key %s; the Secret is %s with keys %v", ref.Name, ref.Key, sec.Metadata.Name, sec.StringData)
+				t.Errorf(gateway.StateKeyEnv+" from Secret %s key %s; the Secret is %s with keys %v", ref.Name, ref.Key, sec.Metadata.Name, sec.StringData)
 			}
 			found = true
 		}
 	}
 	if !found {
-		t.Error("container env: no SNODO_STATE_KEY from a Secret")
+		t.Errorf("container env: no %s from a Secret", gateway.StateKeyEnv)
 	}
 }
 

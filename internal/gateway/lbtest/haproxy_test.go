@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -367,5 +368,43 @@ func TestHAProxyRefusesBodiesOverTheLimit(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != http.StatusOK {
 		t.Errorf("body of exactly 4 MiB: status %d; want 200", r.StatusCode)
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatal records the message and ends
+// the calling goroutine, as testing's does.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Helper() {}
+
+func (f *fatalRecorder) Fatal(args ...any) {
+	f.msg = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// Without haproxy on PATH, StartHAProxy fails the test and says what to
+// install; it does not skip.
+func TestMissingHAProxyFailsWithInstallHint(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	rec := &fatalRecorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		StartHAProxy(rec, []string{"127.0.0.1:1"})
+	}()
+	<-done
+	if !strings.Contains(rec.msg, "install haproxy (.ci/deps.d/70-haproxy.sh)") {
+		t.Errorf("StartHAProxy without haproxy: failure %q; want it to name .ci/deps.d/70-haproxy.sh", rec.msg)
+	}
+	if t.Skipped() {
+		t.Error("the test was skipped")
 	}
 }
