@@ -408,3 +408,28 @@ func TestMissingHAProxyFailsWithInstallHint(t *testing.T) {
 		t.Error("the test was skipped")
 	}
 }
+
+// A host that sends a request's headers and then stalls its body gets 408
+// from haproxy (timeout http-request); no replica sees the request.
+func TestHAProxyAnswersAStalledBodyItself(t *testing.T) {
+	a, b, h := twoReplicas(t)
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(h.URL, "http://"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Bounds the wait only: haproxy answers after its 10 s http-request timeout.
+	_ = conn.SetDeadline(time.Now().Add(90 * time.Second))
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("stalled body: %v; want haproxy's 408", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("stalled body: status %d; want 408", resp.StatusCode)
+	}
+	if n := a.posts.Load() + b.posts.Load(); n != 0 {
+		t.Errorf("replicas saw %d POSTs; want none", n)
+	}
+}
