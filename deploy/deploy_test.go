@@ -348,8 +348,10 @@ func TestK8sManifests(t *testing.T) {
 		t.Errorf("container command %q args %q; want the image's entrypoint", c.Command, c.Args)
 	}
 	psc, csc := pod.SecurityContext, c.SecurityContext
-	if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
-		t.Errorf("pod securityContext %+v; want runAsNonRoot and a non-zero runAsUser", psc)
+	users := find(readDockerfile(t)[1], "USER")
+	imageUser, _, _ := strings.Cut(users[len(users)-1], ":")
+	if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || strconv.FormatInt(*psc.RunAsUser, 10) != imageUser {
+		t.Errorf("pod securityContext %+v; want runAsNonRoot and runAsUser %s, the image's USER", psc, imageUser)
 	}
 	if csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem {
 		t.Error("container securityContext: want readOnlyRootFilesystem: true")
@@ -485,5 +487,25 @@ func TestK8sConfigMapIsAGatewayConfig(t *testing.T) {
 	var origins []string
 	if err := s.Decode("allowedOrigins", &origins); err != nil || len(origins) == 0 {
 		t.Errorf("allowedOrigins %q (%v); want the origins allowed, the container listening on 0.0.0.0", origins, err)
+	}
+}
+
+// The build stage's Go is the one go.mod asks for (major.minor).
+func TestDockerfileGoMatchesGoMod(t *testing.T) {
+	from := readDockerfile(t)[0][0].args
+	m := regexp.MustCompile(`^golang:(\d+\.\d+)[.-]`).FindStringSubmatch(from)
+	if m == nil {
+		t.Fatalf("build stage FROM %s; want golang:MAJOR.MINOR-…", from)
+	}
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	if g == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	if string(g[1]) != m[1] {
+		t.Errorf("build stage FROM %s; go.mod says go %s", from, g[1])
 	}
 }
