@@ -433,3 +433,35 @@ func TestHAProxyAnswersAStalledBodyItself(t *testing.T) {
 		t.Errorf("replicas saw %d POSTs; want none", n)
 	}
 }
+
+// Through haproxy a host reaches /mcp only: /metrics, /readyz (which names
+// the backends that are not ready), /healthz and any other path are
+// answered 404 by haproxy; no replica sees them. The health checks still
+// reach /readyz on each replica.
+func TestHAProxyServesOnlyMCPToHosts(t *testing.T) {
+	a, b, h := twoReplicas(t)
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	for _, path := range []string{"/metrics", "/readyz", "/healthz", "/", "/mcp/../metrics", "/MCP", "/mcpx"} {
+		req, err := http.NewRequest(http.MethodGet, h.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URL.Opaque = path // sent as written, not cleaned
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("X-Replica") != "" {
+			t.Errorf("GET %s: status %d from replica %q; want haproxy's 404", path, resp.StatusCode, resp.Header.Get("X-Replica"))
+		}
+	}
+	if status, _, _ := post(t, c, h.URL, "tools/list", ""); status != http.StatusOK {
+		t.Errorf("POST /mcp: status %d; want 200", status)
+	}
+	if n := a.posts.Load() + b.posts.Load(); n != 1 {
+		t.Errorf("replicas saw %d POSTs; want the one to /mcp", n)
+	}
+}
