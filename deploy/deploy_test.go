@@ -28,6 +28,9 @@ const (
 	readyPath   = "/readyz"
 	gatewayPort = 8080
 	configPath  = "/etc/snodo/gateway.yaml"
+	// stateKeyEnv is the variable the example config's stateKey names
+	// ("env:SNODO_STATE_KEY") and the Deployment sets from the Secret.
+	stateKeyEnv = "SNODO_STATE_KEY"
 )
 
 // instruction is one Dockerfile instruction, its continuation lines joined.
@@ -450,17 +453,17 @@ func TestK8sManifests(t *testing.T) {
 	sec := one(t, objs, "Secret")
 	found := false
 	for _, e := range c.Env {
-		if e.Name == gateway.StateKeyEnv && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+		if e.Name == stateKeyEnv && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 			ref := e.ValueFrom.SecretKeyRef
 			_, ok := sec.StringData[ref.Key]
 			if _, ok2 := sec.Data[ref.Key]; ref.Name != sec.Metadata.Name || !(ok || ok2) {
-				t.Errorf(gateway.StateKeyEnv+" from Secret %s key %s; the Secret is %s with keys %v", ref.Name, ref.Key, sec.Metadata.Name, sec.StringData)
+				t.Errorf(stateKeyEnv+" from Secret %s key %s; the Secret is %s with keys %v", ref.Name, ref.Key, sec.Metadata.Name, sec.StringData)
 			}
 			found = true
 		}
 	}
 	if !found {
-		t.Errorf("container env: no %s from a Secret", gateway.StateKeyEnv)
+		t.Errorf("container env: no %s from a Secret", stateKeyEnv)
 	}
 }
 
@@ -483,6 +486,10 @@ func TestK8sConfigMapIsAGatewayConfig(t *testing.T) {
 		if !regexp.MustCompile(gateway.ServerNamePattern).MatchString(name) {
 			t.Errorf("server name %q does not match %s", name, gateway.ServerNamePattern)
 		}
+	}
+	var key string
+	if err := s.Decode("stateKey", &key); err != nil || key != "env:"+stateKeyEnv {
+		t.Errorf("stateKey %q (%v); want \"env:%s\", the variable the Deployment sets from the Secret", key, err, stateKeyEnv)
 	}
 	var origins []string
 	if err := s.Decode("allowedOrigins", &origins); err != nil || len(origins) == 0 {

@@ -25,12 +25,6 @@ const MaxConfigBytes = 4 << 20
 //	telemetry                                                 telemetry
 type Sections map[string]json.RawMessage
 
-// StateKeyEnv is the environment variable the stateKey is read from when
-// the config file has none, so that a container platform can give every
-// replica the same key from a secret (deploy/k8s) without writing it into
-// the config file.
-const StateKeyEnv = "SNODO_STATE_KEY"
-
 // KnownSections are the top-level members a config file may hold.
 var KnownSections = []string{
 	"listen", "allowedOrigins", "maxBodyBytes", "sessionIdleTimeout",
