@@ -33,18 +33,35 @@ const Backend = "gateways"
 const startWait = 60 * time.Second
 
 // ShippedConfig returns the path of deploy/haproxy/haproxy.cfg in the
-// source tree this package was built from.
+// source tree this package was built from, or else (a -trimpath build) in
+// the nearest directory above the working directory that holds one.
 func ShippedConfig(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("lbtest: cannot locate the source tree")
+	const rel = "deploy/haproxy/haproxy.cfg"
+	var tried []string
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		p := filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		tried = append(tried, p)
 	}
-	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "haproxy", "haproxy.cfg")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("lbtest: shipped haproxy config: %v", err)
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return p
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		tried = append(tried, p)
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("lbtest: the shipped haproxy config is at none of %q", tried)
+		}
+		dir = parent
+	}
 }
 
 // HAProxyPath returns haproxy's path, failing t (never skipping) when it is
