@@ -1,0 +1,291 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/snodo/snodo"
+	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/runtime"
+)
+
+// backend is one backend server and its supervisor.
+type backend struct {
+	name     string
+	hub      *Hub
+	cfg      runtime.Config
+	disabled bool
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the supervisor has ended
+
+	mu      sync.Mutex
+	rt      *runtime.Runner // nil while down
+	everUp  bool
+	fatal   error     // failed for good
+	lastErr error     // why it is down
+	next    time.Time // the next attempt
+	starts  int       // connections made
+	changed chan struct{}
+	calls   []*call // in flight, oldest first
+}
+
+// call is one host request in flight to a backend.
+type call struct {
+	req *gateway.Request
+}
+
+type callKey struct{}
+
+// callOf is the call a server request's context belongs to, else fallback.
+func callOf(ctx context.Context, fallback *call) *call {
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		return c
+	}
+	return fallback
+}
+
+func (b *backend) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel, b.done = cancel, make(chan struct{})
+	go b.supervise(ctx)
+}
+
+func (b *backend) stop() {
+	if b.cancel == nil {
+		return
+	}
+	b.cancel()
+	<-b.done
+}
+
+// signal wakes whoever waits for a change of state; b.mu is held.
+func (b *backend) signalLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// supervise starts the server, waits for it to end, and starts it again
+// after the backoff, until ctx ends.
+func (b *backend) supervise(ctx context.Context) {
+	defer close(b.done)
+	pol := b.hub.opts.Backoff
+	delay := pol.Min
+	for {
+		started := time.Now()
+		rt, err := runtime.Start(ctx, b.cfg)
+		if err == nil {
+			b.mu.Lock()
+			b.rt, b.everUp, b.lastErr = rt, true, nil
+			b.starts++
+			b.signalLocked()
+			b.mu.Unlock()
+			b.hub.log.Info("backend connected", "server", b.name)
+			select {
+			case <-rt.Done():
+				err = rt.Explain(errors.New("the server's connection ended"))
+			case <-ctx.Done():
+			}
+			b.mu.Lock()
+			b.rt = nil
+			b.mu.Unlock()
+			_ = rt.Close(context.Background())
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(started) >= pol.Reset {
+				delay = pol.Min
+			}
+			if err == nil {
+				err = errors.New("the server stopped")
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		var le *runtime.LoadError
+		if errors.As(err, &le) {
+			b.mu.Lock()
+			b.fatal, b.lastErr = err, err
+			b.signalLocked()
+			b.mu.Unlock()
+			b.hub.log.Error("backend failed for good", "server", b.name, "error", err)
+			return
+		}
+		wait := jitter(delay)
+		b.mu.Lock()
+		b.lastErr, b.next = err, time.Now().Add(wait)
+		b.signalLocked()
+		b.mu.Unlock()
+		b.hub.log.Warn("backend down", "server", b.name, "error", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		delay = min(delay*2, pol.Max)
+	}
+}
+
+// runner returns the backend's runner, or the -32000 error of a backend
+// that is down.
+func (b *backend) runner() (*runtime.Runner, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rt != nil {
+		return b.rt, nil
+	}
+	switch {
+	case b.disabled:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is disabled in the gateway's config", b.name)}
+	case b.fatal != nil:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q cannot be started: %v; fix the gateway's config and restart it", b.name, b.fatal)}
+	case b.lastErr == nil:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is starting; try again shortly", b.name)}
+	}
+	in := max(time.Until(b.next), 0).Round(time.Millisecond)
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed,
+		Message: fmt.Sprintf("server %q is down (%v); the next attempt to start it is in %v (at %s)", b.name, b.lastErr, in, b.next.UTC().Format(time.RFC3339))}
+}
+
+func (b *backend) readiness() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.disabled:
+		return nil
+	case b.fatal != nil:
+		return fmt.Errorf("%s failed: %v", b.name, b.fatal)
+	case !b.everUp && b.lastErr != nil:
+		return fmt.Errorf("%s not connected yet: %v", b.name, b.lastErr)
+	case !b.everUp:
+		return fmt.Errorf("%s not connected yet", b.name)
+	}
+	return nil
+}
+
+// request sends one request to the backend for host request r, under the
+// policy's admission and a client span.
+func (b *backend) request(ctx context.Context, r *gateway.Request, method string, params json.RawMessage, opts ...snodo.CallOption) (json.RawMessage, error) {
+	rt, err := b.runner()
+	if err != nil {
+		return nil, err
+	}
+	h := b.hub
+	if h.opts.Policy != nil {
+		release, err := h.opts.Policy.Admit(ctx, r.Identity, b.name)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	if h.opts.Telemetry != nil {
+		var end func(error)
+		ctx, end = h.opts.Telemetry.ClientSpan(ctx, method, "", b.name)
+		defer func() { end(err) }()
+	}
+	c := &call{req: r}
+	b.mu.Lock()
+	b.calls = append(b.calls, c)
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		for i, x := range b.calls {
+			if x == c {
+				b.calls = append(b.calls[:i], b.calls[i+1:]...)
+				break
+			}
+		}
+		b.mu.Unlock()
+	}()
+	ctx = context.WithValue(ctx, callKey{}, c)
+	var res json.RawMessage
+	res, err = rt.Client().Request(ctx, method, params, opts...)
+	return res, err
+}
+
+// oldestCall is the oldest host request in flight to the backend.
+func (b *backend) oldestCall() *call {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.calls) == 0 {
+		return nil
+	}
+	return b.calls[0]
+}
+
+// serverRequest forwards a server request no Wasm module answers to the
+// host whose request caused it (see the package doc).
+func (b *backend) serverRequest(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, err error) {
+	started := time.Now()
+	rec := gateway.AuditRecord{Direction: "server", Server: b.name, Method: method, Decision: "allow"}
+	defer func() { b.hub.finishAudit(&rec, started, err) }()
+	c := callOf(ctx, nil)
+	if c == nil {
+		c = b.oldestCall()
+	}
+	if c == nil {
+		rec.Decision = "deny"
+		return nil, noHandler(b.name, method, "and no host request is in flight to carry it to a host")
+	}
+	r := c.req
+	rec.Identity, rec.Session = identityName(r.Identity), r.Session
+	switch {
+	case r.Ask != nil:
+		if !declares(r.ClientCapabilities, method) {
+			rec.Decision = "deny"
+			return nil, noHandler(b.name, method, fmt.Sprintf("and the host did not declare the %s capability", capabilityName(method)))
+		}
+		return r.Ask(ctx, method, params)
+	case r.Modern:
+		return b.hub.askModern(ctx, r, b.name, method, params)
+	}
+	rec.Decision = "deny"
+	return nil, noHandler(b.name, method, "and the host cannot be asked")
+}
+
+// askModern carries a server request to a 2026-07-28 host in an
+// input_required result of its request (package mrtr, through
+// Options.AskModern).
+func (h *Hub) askModern(ctx context.Context, r *gateway.Request, server, method string, params json.RawMessage) (json.RawMessage, error) {
+	if h.opts.AskModern == nil {
+		return nil, noHandler(server, method, "and the gateway cannot ask a 2026-07-28 host for input")
+	}
+	return h.opts.AskModern(ctx, r, server, method, params)
+}
+
+func noHandler(server, method, why string) *jsonrpc.Error {
+	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeMethodNotFound,
+		Message: fmt.Sprintf("%s asked by server %q: no Wasm handler module is configured for it in the gateway (mcpServers.%s.handlers), %s", method, server, server, why)}
+}
+
+// declares reports whether capabilities (a host's client capabilities)
+// hold the one method needs.
+func declares(capabilities json.RawMessage, method string) bool {
+	var c map[string]json.RawMessage
+	if json.Unmarshal(capabilities, &c) != nil {
+		return false
+	}
+	v, ok := c[capabilityName(method)]
+	return ok && string(v) != "null"
+}
+
+func capabilityName(method string) string {
+	switch method {
+	case abi.MethodElicitationCreate:
+		return "elicitation"
+	case abi.MethodSamplingCreate:
+		return "sampling"
+	case abi.MethodRootsList:
+		return "roots"
+	}
+	return method
+}
