@@ -254,16 +254,18 @@ func (h *Hub) list(ctx context.Context, r *gateway.Request, params map[string]js
 		if json.Unmarshal(raw, &s) != nil {
 			return nil, invalidParams("params.cursor must be a string")
 		}
-		c, err := h.decodeCursor(r, s)
-		if err != nil {
-			return nil, err
-		}
-		for i, name := range servers {
-			if name == c.Server {
-				pos = i
+		if s != "" {
+			c, err := h.decodeCursor(r, s)
+			if err != nil {
+				return nil, err
 			}
+			for i, name := range servers {
+				if name == c.Server {
+					pos = i
+				}
+			}
+			cur = c.Cursor
 		}
-		cur = c.Cursor
 	}
 	out := []json.RawMessage{}
 	next := ""

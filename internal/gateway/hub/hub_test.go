@@ -1,0 +1,570 @@
+package hub
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/jsonrpc"
+)
+
+// demoBin is examples/servers/demo, built once for the package's tests.
+var demoBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hubtest")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	demoBin = filepath.Join(dir, "demo")
+	cmd := exec.Command("go", "build", "-o", demoBin, "github.com/snodo/snodo/examples/servers/demo")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the demo server:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		// Every backend's process and goroutines end with Close.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// bound bounds every wait of a test: it is not a verdict.
+const bound = 60 * time.Second
+
+func demo(era string) map[string]any {
+	return map[string]any{"command": demoBin, "args": []string{"--era", era}}
+}
+
+// newHub starts a hub on config (the whole file, as JSON) and waits until
+// it is ready.
+func newHub(t *testing.T, config map[string]any, opts Options) *Hub {
+	t.Helper()
+	raw, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections, err := gateway.ParseConfig(raw, ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.CacheDir == "" {
+		opts.CacheDir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	h, err := New(ctx, sections, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	for h.Ready() != nil {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not ready: %v", h.Ready())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return h
+}
+
+func request(method string, params any) *gateway.Request {
+	raw, _ := json.Marshal(params)
+	return &gateway.Request{Method: method, Params: raw, ID: json.RawMessage(`1`),
+		Notify: func(string, json.RawMessage) error { return nil }}
+}
+
+func handle(t *testing.T, h *Hub, r *gateway.Request) (map[string]json.RawMessage, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	res, err := h.Handle(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(res, &out); err != nil {
+		t.Fatalf("%s: result %s: %v", r.Method, res, err)
+	}
+	return out, nil
+}
+
+// names lists every item's key over all pages of a list.
+func names(t *testing.T, h *Hub, r func() *gateway.Request, items, key string) ([]string, int) {
+	t.Helper()
+	var out []string
+	pages := 0
+	cursor := ""
+	for {
+		req := r()
+		if cursor != "" {
+			req.Params, _ = json.Marshal(map[string]string{"cursor": cursor})
+		}
+		res, err := handle(t, h, req)
+		if err != nil {
+			t.Fatalf("%s: %v", req.Method, err)
+		}
+		pages++
+		var list []map[string]any
+		_ = json.Unmarshal(res[items], &list)
+		for _, it := range list {
+			out = append(out, it[key].(string))
+		}
+		cursor = ""
+		_ = json.Unmarshal(res["nextCursor"], &cursor)
+		if cursor == "" {
+			return out, pages
+		}
+		if pages > 100 {
+			t.Fatal("more than 100 pages")
+		}
+	}
+}
+
+func toolText(t *testing.T, res map[string]json.RawMessage) string {
+	t.Helper()
+	var content []struct{ Text string }
+	_ = json.Unmarshal(res["content"], &content)
+	var b strings.Builder
+	for _, c := range content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+func callTool(t *testing.T, h *Hub, tool string, args any) (string, error) {
+	t.Helper()
+	res, err := handle(t, h, request("tools/call", map[string]any{"name": tool, "arguments": args}))
+	if err != nil {
+		return "", err
+	}
+	return toolText(t, res), nil
+}
+
+func code(err error) int64 {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je.Code
+	}
+	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Two servers with the same tool names: both listed under their prefix,
+// and each call reaches its own server, in both protocol eras.
+func TestMergedListsAndRouting(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"old": demo("legacy"), "new": demo("modern")}}, Options{})
+	tools, _ := names(t, h, func() *gateway.Request { return request("tools/list", nil) }, "tools", "name")
+	for _, want := range []string{"old__echo", "new__echo", "old__register", "new__touch"} {
+		if !contains(tools, want) {
+			t.Errorf("tools/list lacks %s: %v", want, tools)
+		}
+	}
+	for _, tl := range tools {
+		if !strings.HasPrefix(tl, "old__") && !strings.HasPrefix(tl, "new__") {
+			t.Errorf("tool %q is not in the merged name space", tl)
+		}
+	}
+	prompts, _ := names(t, h, func() *gateway.Request { return request("prompts/list", nil) }, "prompts", "name")
+	if !contains(prompts, "old__greet") || !contains(prompts, "new__greet") {
+		t.Errorf("prompts/list = %v", prompts)
+	}
+	resources, _ := names(t, h, func() *gateway.Request { return request("resources/list", nil) }, "resources", "uri")
+	if !contains(resources, "old+demo://readme") || !contains(resources, "new+demo://readme") {
+		t.Errorf("resources/list = %v", resources)
+	}
+	templates, _ := names(t, h, func() *gateway.Request { return request("resources/templates/list", nil) }, "resourceTemplates", "uriTemplate")
+	if !contains(templates, "old+demo://greeting/{name}") {
+		t.Errorf("resources/templates/list = %v", templates)
+	}
+	// Each touch counts on its own server only.
+	for _, want := range []string{"old__touch=1", "old__touch=2", "new__touch=1"} {
+		tool, n, _ := strings.Cut(want, "=")
+		got, err := callTool(t, h, tool, map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "counter is "+n {
+			t.Errorf("%s: %q, want counter is %s", tool, got, n)
+		}
+	}
+	res, err := handle(t, h, request("resources/read", map[string]any{"uri": "new+demo://counter"}))
+	if err != nil || !strings.Contains(string(res["contents"]), `"1"`) && !strings.Contains(string(res["contents"]), "1") {
+		t.Errorf("resources/read new+demo://counter: %s %v", res["contents"], err)
+	}
+	res, err = handle(t, h, request("completion/complete", map[string]any{
+		"ref": map[string]any{"type": "ref/prompt", "name": "old__greet"}, "argument": map[string]any{"name": "name", "value": "A"}}))
+	if err != nil || !strings.Contains(string(res["completion"]), "Ada") {
+		t.Errorf("completion/complete: %s %v", res["completion"], err)
+	}
+	for _, bad := range []string{"echo", "nope__echo", "Old__echo", "__echo"} {
+		if _, err := callTool(t, h, bad, map[string]any{"text": "x"}); code(err) != jsonrpc.CodeInvalidParams {
+			t.Errorf("tools/call %q: %v, want -32602", bad, err)
+		}
+	}
+}
+
+// pager is a server with n tools t0…t{n-1}, served two a page.
+func pager(t *testing.T, n int) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "pager", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
+	for i := range n {
+		mcp.AddTool(s, &mcp.Tool{Name: fmt.Sprintf("t%d", i)}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("t%d", i)}}}, nil, nil
+		})
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return srv.URL
+}
+
+func pagers(t *testing.T) map[string]any {
+	return map[string]any{"mcpServers": map[string]any{
+		"p1": map[string]any{"url": pager(t, 5), "protocol": "legacy"},
+		"p2": map[string]any{"url": pager(t, 4), "protocol": "legacy"},
+		"p3": map[string]any{"url": pager(t, 6), "protocol": "legacy"},
+	}}
+}
+
+// Three servers of several pages each: every tool listed once, a page of
+// one server at a time.
+func TestPaginationAcrossServers(t *testing.T) {
+	h := newHub(t, pagers(t), Options{})
+	got, pages := names(t, h, func() *gateway.Request { return request("tools/list", nil) }, "tools", "name")
+	var want []string
+	for _, s := range []struct {
+		name string
+		n    int
+	}{{"p1", 5}, {"p2", 4}, {"p3", 6}} {
+		for i := range s.n {
+			want = append(want, fmt.Sprintf("%s__t%d", s.name, i))
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("tools over %d pages:\n got %v\nwant %v", pages, got, want)
+	}
+	if pages != 3+2+3 {
+		t.Errorf("%d pages, want 8 (3, 2 and 3 pages of two tools)", pages)
+	}
+	if text, err := callTool(t, h, "p3__t5", map[string]any{}); err != nil || text != "t5" {
+		t.Errorf("p3__t5: %q %v", text, err)
+	}
+}
+
+// denyPolicy denies server p2 and tool p1__t1 (and counts admissions).
+type denyPolicy struct{}
+
+func (denyPolicy) Authenticate(*http.Request) (*gateway.Identity, error) { return nil, nil }
+func (denyPolicy) AllowServer(_ *gateway.Identity, s string) bool        { return s != "p2" }
+func (denyPolicy) AllowTool(_ *gateway.Identity, s, tool string) bool {
+	return s+gateway.NameSeparator+tool != "p1__t1"
+}
+func (denyPolicy) Admit(context.Context, *gateway.Identity, string) (func(), error) {
+	return func() {}, nil
+}
+
+type records struct {
+	mu   sync.Mutex
+	recs []gateway.AuditRecord
+}
+
+func (r *records) Audit(rec gateway.AuditRecord) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec)
+}
+
+// Cursors the gateway did not make are refused with -32602, as is one
+// naming a server the identity may not use; nothing panics or loops.
+func TestForgedCursors(t *testing.T) {
+	h := newHub(t, pagers(t), Options{Policy: denyPolicy{}})
+	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for _, c := range []any{
+		"garbage!", "", b64(`{"s":"nope","c":""}`), b64(`{"s":"p2"}`), b64(`{"s":"p1","x":1}`),
+		b64(`{"s":"p1"} {}`), b64(`[]`), b64(`null`), strings.Repeat("A", 5000), 42, b64("\xff\xfe"),
+	} {
+		r := request("tools/list", map[string]any{"cursor": c})
+		_, err := handle(t, h, r)
+		if c == "" {
+			if err != nil {
+				t.Errorf("an empty cursor: %v", err)
+			}
+			continue
+		}
+		if code(err) != jsonrpc.CodeInvalidParams {
+			t.Errorf("cursor %.40v: %v, want -32602", c, err)
+		}
+	}
+	// A well-formed cursor with a server's cursor the gateway did not
+	// make is passed to that server, whose answer (an error, or a page)
+	// is the host's: one request, no loop.
+	if _, err := handle(t, h, request("tools/list", map[string]any{"cursor": b64(`{"s":"p1","c":"forged"}`)})); err != nil && code(err) == 0 {
+		t.Errorf("a forged inner cursor: %v", err)
+	}
+}
+
+// A denied server and a denied tool are invisible in lists, and refused
+// on call with -32602 naming the policy, audited as denied.
+func TestPolicyHidesAndRefuses(t *testing.T) {
+	audit := &records{}
+	h := newHub(t, pagers(t), Options{Policy: denyPolicy{}, Auditor: audit})
+	got, _ := names(t, h, func() *gateway.Request { return request("tools/list", nil) }, "tools", "name")
+	for _, tl := range got {
+		if tl == "p1__t1" || strings.HasPrefix(tl, "p2__") {
+			t.Errorf("tools/list shows %s", tl)
+		}
+	}
+	if !contains(got, "p1__t0") || !contains(got, "p3__t5") {
+		t.Errorf("tools/list = %v", got)
+	}
+	for _, tool := range []string{"p1__t1", "p2__t0"} {
+		_, err := callTool(t, h, tool, map[string]any{})
+		if code(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "policy") {
+			t.Errorf("%s: %v, want -32602 naming the policy", tool, err)
+		}
+	}
+	audit.mu.Lock()
+	defer audit.mu.Unlock()
+	denied := 0
+	for _, r := range audit.recs {
+		if r.Method == "tools/call" && r.Decision == "deny" && r.ErrorCode == jsonrpc.CodeInvalidParams {
+			denied++
+			if r.Server == "" {
+				t.Errorf("a denied call's record names no server: %+v", r)
+			}
+		}
+	}
+	if denied != 2 {
+		t.Errorf("%d denied tools/call records, want 2: %+v", denied, audit.recs)
+	}
+}
+
+// A server whose process is killed is restarted; meanwhile its calls fail
+// at once with -32000 naming it and the next attempt, and the other
+// server keeps serving.
+func TestCrashedServerRestarts(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"crash": demo("legacy"), "steady": demo("modern")}},
+		Options{Backoff: Backoff{Min: 3 * time.Second, Max: 3 * time.Second}})
+	b := h.backends["crash"]
+	b.mu.Lock()
+	pid, changed := b.rt.Pid(), b.changed
+	b.mu.Unlock()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the supervisor to see it down.
+	deadline := time.After(bound)
+	for {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the crash was not noticed")
+		}
+		b.mu.Lock()
+		down := b.rt == nil && b.lastErr != nil
+		changed = b.changed
+		b.mu.Unlock()
+		if down {
+			break
+		}
+	}
+	_, err := callTool(t, h, "crash__echo", map[string]any{"text": "x"})
+	if code(err) != jsonrpc.CodeConnectionClosed || !strings.Contains(err.Error(), `"crash"`) || !strings.Contains(err.Error(), "next attempt") {
+		t.Errorf("a call to the crashed server: %v, want -32000 naming it and the next attempt", err)
+	}
+	if text, err := callTool(t, h, "steady__echo", map[string]any{"text": "still here"}); err != nil || text != "still here" {
+		t.Errorf("the other server: %q %v", text, err)
+	}
+	for {
+		b.mu.Lock()
+		up, starts := b.rt != nil, b.starts
+		changed = b.changed
+		b.mu.Unlock()
+		if up && starts >= 2 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the crashed server was not restarted")
+		}
+	}
+	if text, err := callTool(t, h, "crash__echo", map[string]any{"text": "back"}); err != nil || text != "back" {
+		t.Errorf("after the restart: %q %v", text, err)
+	}
+}
+
+// A server's elicitation is answered by its Wasm module when it has one,
+// and forwarded with Ask to the legacy host that made the call otherwise.
+func TestElicitationByModuleOrHost(t *testing.T) {
+	accept, err := filepath.Abs("../../../examples/handlers/wat/accept/accept.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withModule := demo("legacy")
+	withModule["handlers"] = []string{accept}
+	h := newHub(t, map[string]any{
+		"mcpServers": map[string]any{"mod": withModule, "host": demo("legacy")},
+		"modules":    map[string]any{"accept": map[string]any{"config": map[string]any{"name": "Wasm"}}},
+	}, Options{})
+	text, err := callTool(t, h, "mod__register", map[string]any{})
+	if err != nil || !strings.Contains(text, "registered Wasm") {
+		t.Errorf("answered by the module: %q %v", text, err)
+	}
+	var asked []string
+	r := request("tools/call", map[string]any{"name": "host__register", "arguments": map[string]any{}})
+	r.ClientCapabilities = json.RawMessage(`{"elicitation":{}}`)
+	r.Ask = func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		asked = append(asked, method)
+		return json.RawMessage(`{"action":"accept","content":{"name":"Host"}}`), nil
+	}
+	res, err := handle(t, h, r)
+	if err != nil || !strings.Contains(toolText(t, res), "registered Host") || len(asked) != 1 || asked[0] != "elicitation/create" {
+		t.Errorf("forwarded to the host: %s %v, asked %v", res["content"], err, asked)
+	}
+	// A host that cannot be asked: the server gets -32601 naming the
+	// missing handler.
+	r = request("tools/call", map[string]any{"name": "host__register", "arguments": map[string]any{}})
+	res, err = handle(t, h, r)
+	if err == nil && !strings.Contains(string(res["content"]), "no Wasm handler") {
+		t.Errorf("a host that cannot be asked: %s", res["content"])
+	}
+}
+
+// subscriptions/listen opens a subscription on each server and merges
+// their events, URIs in the merged name space, under the host's ID.
+func TestListenFanIn(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"one": demo("legacy"), "two": demo("modern")}}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	events := make(chan [2]string, 16)
+	r := request("subscriptions/listen", map[string]any{"notifications": map[string]any{
+		"resourceSubscriptions": []string{"one+demo://counter", "two+demo://counter"}}})
+	r.ID = json.RawMessage(`"sub-7"`)
+	r.Modern = true
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Listen(ctx, r, func(method string, params json.RawMessage) error {
+			events <- [2]string{method, string(params)}
+			return nil
+		})
+		done <- err
+	}()
+	ack := <-events
+	if ack[0] != "notifications/subscriptions/acknowledged" || !strings.Contains(ack[1], `"sub-7"`) ||
+		!strings.Contains(ack[1], "one+demo://counter") || !strings.Contains(ack[1], "two+demo://counter") {
+		t.Fatalf("acknowledgement: %v", ack)
+	}
+	for _, tool := range []string{"one__touch", "two__touch"} {
+		if _, err := callTool(t, h, tool, map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for len(seen) < 2 {
+		select {
+		case ev := <-events:
+			if ev[0] != "notifications/resources/updated" || !strings.Contains(ev[1], `"sub-7"`) {
+				t.Errorf("event %v", ev)
+				continue
+			}
+			var p struct{ URI string }
+			_ = json.Unmarshal([]byte(ev[1]), &p)
+			seen[p.URI] = true
+		case <-ctx.Done():
+			t.Fatalf("events seen: %v", seen)
+		}
+	}
+	if !seen["one+demo://counter"] || !seen["two+demo://counter"] {
+		t.Errorf("events: %v", seen)
+	}
+	cancel()
+	<-done
+}
+
+// A legacy session's Watch gets list changes from every server and the
+// resources/updated of the URIs it subscribed to, in the merged names.
+func TestWatchFanIn(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"one": demo("legacy"), "two": demo("legacy")}}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	events := make(chan [2]string, 16)
+	go h.Watch(ctx, "s1", nil, func(method string, params json.RawMessage) error {
+		events <- [2]string{method, string(params)}
+		return nil
+	})
+	r := request("resources/subscribe", map[string]any{"uri": "two+demo://counter"})
+	r.Session = "s1"
+	if _, err := handle(t, h, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"one__touch", "two__touch", "one__toggle_bonus"} {
+		if _, err := callTool(t, h, tool, map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var updated []string
+	listChanged := 0
+	for listChanged == 0 || len(updated) == 0 {
+		select {
+		case ev := <-events:
+			switch ev[0] {
+			case "notifications/resources/updated":
+				updated = append(updated, ev[1])
+			case "notifications/tools/list_changed":
+				listChanged++
+			}
+		case <-ctx.Done():
+			t.Fatalf("updated %v, list changes %d", updated, listChanged)
+		}
+	}
+	if len(updated) != 1 || !strings.Contains(updated[0], `"two+demo://counter"`) {
+		t.Errorf("updated: %v, want only two+demo://counter", updated)
+	}
+}
+
+// Server names outside the pattern are refused with a clear error.
+func TestBadServerName(t *testing.T) {
+	for _, name := range []string{"A", "a_b", "a+b", "-a", "", strings.Repeat("a", 64)} {
+		raw, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{name: demo("legacy")}})
+		s, err := gateway.ParseConfig(raw, ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(context.Background(), s, Options{})
+		if err == nil || !strings.Contains(err.Error(), "lower-case") {
+			t.Errorf("server name %q: %v", name, err)
+		}
+	}
+}
