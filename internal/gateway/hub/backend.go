@@ -32,6 +32,7 @@ type backend struct {
 	lastErr error     // why it is down
 	next    time.Time // the next attempt
 	starts  int       // connections made
+	stopped bool      // Close has stopped it
 	changed chan struct{}
 	calls   []*call // in flight, oldest first
 }
@@ -61,6 +62,9 @@ func (b *backend) stop() {
 	if b.cancel == nil {
 		return
 	}
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
 	b.cancel()
 	<-b.done
 }
@@ -144,6 +148,8 @@ func (b *backend) runner() (*runtime.Runner, error) {
 		return b.rt, nil
 	}
 	switch {
+	case b.stopped:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is stopped: the gateway is shutting down", b.name)}
 	case b.disabled:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is disabled in the gateway's config", b.name)}
 	case b.fatal != nil:
@@ -174,7 +180,7 @@ func (b *backend) readiness() error {
 
 // request sends one request to the backend for host request r, under the
 // policy's admission and a client span.
-func (b *backend) request(ctx context.Context, r *gateway.Request, method string, params json.RawMessage, opts ...snodo.CallOption) (json.RawMessage, error) {
+func (b *backend) request(ctx context.Context, r *gateway.Request, method, target string, params json.RawMessage, opts ...snodo.CallOption) (json.RawMessage, error) {
 	rt, err := b.runner()
 	if err != nil {
 		return nil, err
@@ -189,7 +195,7 @@ func (b *backend) request(ctx context.Context, r *gateway.Request, method string
 	}
 	if h.opts.Telemetry != nil {
 		var end func(error)
-		ctx, end = h.opts.Telemetry.ClientSpan(ctx, method, "", b.name)
+		ctx, end = h.opts.Telemetry.ClientSpan(ctx, method, target, b.name)
 		defer func() { end(err) }()
 	}
 	c := &call{req: r}
@@ -212,14 +218,23 @@ func (b *backend) request(ctx context.Context, r *gateway.Request, method string
 	return res, err
 }
 
-// oldestCall is the oldest host request in flight to the backend.
-func (b *backend) oldestCall() *call {
+// oldestCall is the oldest host request in flight to the backend;
+// ambiguous when requests of more than one host (identity and session)
+// are in flight: a request a server sends without naming its call must
+// not reach a host other than the one that caused it.
+func (b *backend) oldestCall() (c *call, ambiguous bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.calls) == 0 {
-		return nil
+		return nil, false
 	}
-	return b.calls[0]
+	c = b.calls[0]
+	for _, x := range b.calls[1:] {
+		if identityName(x.req.Identity) != identityName(c.req.Identity) || x.req.Session != c.req.Session {
+			return nil, true
+		}
+	}
+	return c, false
 }
 
 // serverRequest forwards a server request no Wasm module answers to the
@@ -230,7 +245,11 @@ func (b *backend) serverRequest(ctx context.Context, method string, params json.
 	defer func() { b.hub.finishAudit(&rec, started, err) }()
 	c := callOf(ctx, nil)
 	if c == nil {
-		c = b.oldestCall()
+		var ambiguous bool
+		if c, ambiguous = b.oldestCall(); ambiguous {
+			rec.Decision = "deny"
+			return nil, noHandler(b.name, method, "and requests of more than one host are in flight to the server, which does not say which one it asks for (a legacy server over stdio)")
+		}
 	}
 	if c == nil {
 		rec.Decision = "deny"

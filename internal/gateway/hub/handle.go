@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/snodo/snodo"
@@ -21,6 +22,9 @@ const (
 	metaProgressToken = "progressToken"
 	// maxCursor bounds a host's cursor.
 	maxCursor = 4096
+	// maxInnerCursor bounds a server's cursor, so that the gateway's
+	// cursor that holds it stays within maxCursor.
+	maxInnerCursor = 2048
 )
 
 // lists are the list methods and the member of each item that is renamed.
@@ -60,14 +64,14 @@ func (h *Hub) Handle(ctx context.Context, r *gateway.Request) (res json.RawMessa
 				return nil, invalidParams("tool %q is not allowed by the gateway's policy for this identity", b.name+gateway.NameSeparator+name)
 			}
 		}
-		return b.request(ctx, r, r.Method, marshal(params), opts...)
+		return b.request(ctx, r, r.Method, name, marshal(params), opts...)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		merged, _ := stringMember(params, "uri")
-		b, _, err := h.route(r, params, "uri", gateway.URISeparator, &rec)
+		b, uri, err := h.route(r, params, "uri", gateway.URISeparator, &rec)
 		if err != nil {
 			return nil, err
 		}
-		res, err := b.request(ctx, r, r.Method, marshal(params), opts...)
+		res, err := b.request(ctx, r, r.Method, uri, marshal(params), opts...)
 		if err == nil && r.Session != "" && r.Method != "resources/read" {
 			h.subscribe(r.Session, merged, r.Method == "resources/subscribe")
 		}
@@ -75,13 +79,23 @@ func (h *Hub) Handle(ctx context.Context, r *gateway.Request) (res json.RawMessa
 	case "completion/complete":
 		return h.complete(ctx, r, params, &rec, opts)
 	case "logging/setLevel":
+		// Every allowed server that is up, at once: a slow one delays
+		// the answer, not the others.
+		var wg sync.WaitGroup
 		for _, name := range h.names {
-			if h.allowServer(r, name) {
-				if _, err := h.backends[name].runner(); err == nil {
-					_, _ = h.backends[name].request(ctx, r, r.Method, marshal(params), opts...)
-				}
+			b := h.backends[name]
+			if _, err := b.runner(); err != nil || !h.allowServer(r, name) {
+				continue
 			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := b.request(ctx, r, r.Method, "", marshal(params), opts...); err != nil {
+					h.log.Warn("logging/setLevel failed on a server", "server", b.name, "error", err)
+				}
+			}()
 		}
+		wg.Wait()
 		return json.RawMessage(`{}`), nil
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not served by the Snodo gateway", r.Method)}
@@ -200,7 +214,7 @@ func (h *Hub) complete(ctx context.Context, r *gateway.Request, params map[strin
 		return nil, err
 	}
 	params["ref"], _ = json.Marshal(ref)
-	return b.request(ctx, r, r.Method, marshal(params), opts...)
+	return b.request(ctx, r, r.Method, "", marshal(params), opts...)
 }
 
 // cursor is what a merged list's cursor names.
@@ -296,6 +310,10 @@ func (h *Hub) list(ctx context.Context, r *gateway.Request, params map[string]js
 			_ = json.Unmarshal(page["nextCursor"], &sc)
 		}
 		out = append(out, h.rename(r, b.name, got, key, r.Method == "tools/list")...)
+		if len(sc) > maxInnerCursor {
+			h.log.Warn("list skips the rest of a server's list: its cursor is too long", "server", b.name, "method", r.Method, "bytes", len(sc))
+			sc = ""
+		}
 		switch {
 		case sc != "":
 			cur = sc
@@ -325,7 +343,7 @@ func (h *Hub) listPage(ctx context.Context, r *gateway.Request, b *backend, p ma
 	if err != nil {
 		return nil, err
 	}
-	return b.request(ctx, r, r.Method, raw, opts...)
+	return b.request(ctx, r, r.Method, "", raw, opts...)
 }
 
 // rename rewrites each item's key to the merged name space, leaving out

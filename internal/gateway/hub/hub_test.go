@@ -568,3 +568,108 @@ func TestBadServerName(t *testing.T) {
 		}
 	}
 }
+
+// limitPolicy refuses every request as a rate limit would.
+type limitPolicy struct{ denyPolicy }
+
+func (limitPolicy) AllowServer(*gateway.Identity, string) bool { return true }
+func (limitPolicy) Admit(context.Context, *gateway.Identity, string) (func(), error) {
+	return nil, &jsonrpc.Error{Code: gateway.CodeRateLimited, Message: "rate limit of identity x: retry in 1s"}
+}
+
+// A policy's rate-limit refusal reaches the host as is, and is audited.
+func TestRateLimitReachesHost(t *testing.T) {
+	audit := &records{}
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"one": demo("legacy")}}, Options{Policy: limitPolicy{}, Auditor: audit})
+	_, err := callTool(t, h, "one__echo", map[string]any{"text": "x"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != gateway.CodeRateLimited || je.Message != "rate limit of identity x: retry in 1s" {
+		t.Fatalf("err = %v, want the policy's -32029 as is", err)
+	}
+	if _, err := handle(t, h, request("tools/list", nil)); code(err) != gateway.CodeRateLimited {
+		t.Errorf("tools/list: %v, want -32029", err)
+	}
+	audit.mu.Lock()
+	defer audit.mu.Unlock()
+	if len(audit.recs) != 2 || audit.recs[0].Decision != "rate-limited" || audit.recs[0].ErrorCode != gateway.CodeRateLimited ||
+		audit.recs[0].Server != "one" || audit.recs[0].Tool != "echo" || audit.recs[0].Direction != "host" {
+		t.Errorf("audit: %+v", audit.recs)
+	}
+}
+
+// A legacy server over stdio does not say which call its request belongs
+// to: with calls of two hosts in flight, neither host is asked (the
+// request could belong to the other one's call).
+func TestServerRequestNotSentToAnotherHost(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"srv": demo("legacy")}}, Options{})
+	b := h.backends["srv"]
+	asker := func(who string, asked chan<- string) *gateway.Request {
+		r := request("tools/call", nil)
+		r.Identity = &gateway.Identity{Name: who}
+		r.ClientCapabilities = json.RawMessage(`{"elicitation":{}}`)
+		r.Ask = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			asked <- who
+			return json.RawMessage(`{"action":"accept","content":{"name":"` + who + `"}}`), nil
+		}
+		return r
+	}
+	asked := make(chan string, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	// alice's long call holds the server.
+	slow := asker("alice", asked)
+	slow.Params, _ = json.Marshal(map[string]any{"name": "srv__count", "arguments": map[string]any{"steps": 100000, "delay_ms": 100}})
+	counting := make(chan struct{})
+	go func() {
+		defer close(counting)
+		_, _ = h.Handle(ctx, slow)
+	}()
+	for {
+		b.mu.Lock()
+		n := len(b.calls)
+		b.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the count call never reached the server")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	bob := asker("bob", asked)
+	bob.Params, _ = json.Marshal(map[string]any{"name": "srv__register", "arguments": map[string]any{}})
+	res, err := h.Handle(ctx, bob)
+	cancel()
+	<-counting
+	select {
+	case who := <-asked:
+		t.Errorf("%s was asked for bob's server request (result %s, %v)", who, res, err)
+	default:
+	}
+	if err == nil && !strings.Contains(string(res), "more than one host") {
+		t.Errorf("bob's call: %s, want the server's elicitation refused", res)
+	}
+}
+
+// Close stops every server process.
+func TestCloseStopsServers(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"a": demo("legacy"), "b": demo("modern")}}, Options{})
+	var pids []int
+	for _, b := range h.backends {
+		b.mu.Lock()
+		pids = append(pids, b.rt.Pid())
+		b.mu.Unlock()
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("server process %d still exists after Close: %v", pid, err)
+		}
+	}
+	if _, err := callTool(t, h, "a__echo", map[string]any{"text": "x"}); code(err) != jsonrpc.CodeConnectionClosed || !strings.Contains(err.Error(), "shutting down") {
+		t.Errorf("a call after Close: %v", err)
+	}
+}

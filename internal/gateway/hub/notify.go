@@ -152,23 +152,40 @@ func (h *Hub) Listen(ctx context.Context, r *gateway.Request, emit func(method s
 			s.sub.Close()
 		}
 	}()
-	acc := snodo.SubscriptionFilter{ResourceSubscriptions: []string{}}
-	for _, name := range h.names {
-		if !h.allowServer(r, name) {
+	// Opened on every allowed server that is up, at once: a slow one
+	// delays the acknowledgement, not the others' opening.
+	type result struct {
+		got snodo.SubscriptionFilter
+		sub *snodo.Subscription
+	}
+	results := make([]result, len(h.names))
+	var wg sync.WaitGroup
+	for i, name := range h.names {
+		rt, err := h.backends[name].runner()
+		if err != nil || !h.allowServer(r, name) {
 			continue
 		}
 		f := snodo.SubscriptionFilter{ToolsListChanged: filter.ToolsListChanged, PromptsListChanged: filter.PromptsListChanged,
 			ResourcesListChanged: filter.ResourcesListChanged, ResourceSubscriptions: byServer[name]}
-		rt, err := h.backends[name].runner()
-		if err != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, sub, err := rt.Client().Listen(ctx, f)
+			if err != nil {
+				h.log.Warn("listen skips a server", "server", name, "error", err)
+				return
+			}
+			results[i] = result{got, sub}
+		}()
+	}
+	wg.Wait()
+	acc := snodo.SubscriptionFilter{ResourceSubscriptions: []string{}}
+	for i, res := range results {
+		if res.sub == nil {
 			continue
 		}
-		got, sub, err := rt.Client().Listen(ctx, f)
-		if err != nil {
-			h.log.Warn("listen skips a server", "server", name, "error", err)
-			continue
-		}
-		subs = append(subs, opened{name, sub})
+		name, got := h.names[i], res.got
+		subs = append(subs, opened{name, res.sub})
 		acc.ToolsListChanged = acc.ToolsListChanged || got.ToolsListChanged
 		acc.PromptsListChanged = acc.PromptsListChanged || got.PromptsListChanged
 		acc.ResourcesListChanged = acc.ResourcesListChanged || got.ResourcesListChanged
@@ -184,7 +201,6 @@ func (h *Hub) Listen(ctx context.Context, r *gateway.Request, emit func(method s
 		return nil, err
 	}
 	events := make(chan note)
-	var wg sync.WaitGroup
 	for _, s := range subs {
 		wg.Add(1)
 		go func() {
