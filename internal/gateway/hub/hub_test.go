@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -28,6 +29,10 @@ import (
 var demoBin string
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv("HUB_FAKE_SERVER"); mode != "" {
+		fakeServer(mode)
+		return
+	}
 	dir, err := os.MkdirTemp("", "hubtest")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -671,5 +676,94 @@ func TestCloseStopsServers(t *testing.T) {
 	}
 	if _, err := callTool(t, h, "a__echo", map[string]any{"text": "x"}); code(err) != jsonrpc.CodeConnectionClosed || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("a call after Close: %v", err)
+	}
+}
+
+// fakeServer is a hostile legacy MCP server over stdio (this test binary
+// run again): "empty" lists pages of no tools, each with a next cursor,
+// forever; "huge" lists one tool with a 5000-byte next cursor.
+func fakeServer(mode string) {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
+			continue
+		}
+		var res any
+		switch req.Method {
+		case "initialize":
+			res = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "fake", "version": "1"}}
+		case "tools/list":
+			n++
+			if mode == "huge" {
+				res = map[string]any{"tools": []any{map[string]any{"name": "x", "inputSchema": map[string]any{"type": "object"}}}, "nextCursor": strings.Repeat("A", 5000)}
+			} else {
+				res = map[string]any{"tools": []any{}, "nextCursor": fmt.Sprintf("c%d", n)}
+			}
+		default:
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "no"}})
+			os.Stdout.Write(append(b, '\n'))
+			continue
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
+		os.Stdout.Write(append(b, '\n'))
+	}
+}
+
+func fake(t *testing.T, mode string) map[string]any {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"command": exe, "env": map[string]string{"HUB_FAKE_SERVER": mode}, "protocol": "legacy"}
+}
+
+// A server that pages empty lists forever, or gives a cursor too long to
+// carry, neither loops the gateway nor makes it hand the host a cursor it
+// would refuse.
+func TestHostileServerCursors(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"empty": fake(t, "empty"), "huge": fake(t, "huge"), "zz": demo("legacy")}}, Options{})
+	pages := 0
+	next := ""
+	var tools []string
+	for {
+		req := request("tools/list", nil)
+		if next != "" {
+			req.Params, _ = json.Marshal(map[string]string{"cursor": next})
+		}
+		res, err := handle(t, h, req)
+		if err != nil {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		pages++
+		var list []struct{ Name string }
+		_ = json.Unmarshal(res["tools"], &list)
+		for _, tl := range list {
+			tools = append(tools, tl.Name)
+		}
+		next = ""
+		_ = json.Unmarshal(res["nextCursor"], &next)
+		if len(next) > maxCursor {
+			t.Fatalf("page %d: a cursor of %d bytes, longer than the gateway accepts", pages, len(next))
+		}
+		// The empty server pages forever: each request is bounded, and
+		// the host decides when to stop. Past it, the rest is listed.
+		if next == "" || pages > 50 {
+			break
+		}
+		if c, err := h.decodeCursor(req, next); err != nil {
+			t.Fatalf("page %d: the gateway refuses its own cursor: %v", pages, err)
+		} else if c.Server == "empty" && pages >= 3 {
+			// Skip the endless server, as a host would.
+			next = encodeCursor(cursor{Server: "huge"})
+		}
+	}
+	if !contains(tools, "huge__x") || !contains(tools, "zz__echo") {
+		t.Errorf("tools over %d pages: %v", pages, tools)
 	}
 }
