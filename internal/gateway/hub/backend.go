@@ -265,20 +265,19 @@ func (b *backend) serverRequest(ctx context.Context, method string, params json.
 		}
 		return r.Ask(ctx, method, params)
 	case r.Modern:
+		rec.Decision = "deny"
 		return b.hub.askModern(ctx, r, b.name, method, params)
 	}
 	rec.Decision = "deny"
 	return nil, noHandler(b.name, method, "and the host cannot be asked")
 }
 
-// askModern carries a server request to a 2026-07-28 host in an
-// input_required result of its request (package mrtr, through
-// Options.AskModern).
-func (h *Hub) askModern(ctx context.Context, r *gateway.Request, server, method string, params json.RawMessage) (json.RawMessage, error) {
-	if h.opts.AskModern == nil {
-		return nil, noHandler(server, method, "and the gateway cannot ask a 2026-07-28 host for input")
-	}
-	return h.opts.AskModern(ctx, r, server, method, params)
+// askModern answers the request of a server that does not carry it as
+// input of a 2026-07-28 call (a legacy server) for a 2026-07-28 host: such
+// a host can only be asked through an input_required result of a
+// 2026-07-28 server's call (multiRound), so it is refused.
+func (h *Hub) askModern(_ context.Context, _ *gateway.Request, server, method string, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, noHandler(server, method, "and a 2026-07-28 host can be asked only for a 2026-07-28 server's input, in an input_required result")
 }
 
 func noHandler(server, method, why string) *jsonrpc.Error {

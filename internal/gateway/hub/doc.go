@@ -56,10 +56,17 @@
 //     to that backend — exactly right when one call is in flight, the
 //     usual case.
 //
-// A legacy host that declared the capability is asked with Request.Ask; a
-// 2026-07-28 host gets an input_required result (Options.AskModern). A
-// host that cannot be asked, or no request in flight, is answered -32601
-// naming the missing handler.
+// When calls of more than one host (identity and session) are in flight
+// to such a backend, the request is refused rather than risk asking a
+// host about another host's call.
+//
+// A legacy host that declared the capability is asked with Request.Ask. A
+// 2026-07-28 host's tools/call, prompts/get or resources/read to a
+// 2026-07-28 backend goes through the stateless multi round-trip (package
+// mrtr): the inputs the modules do not answer reach the host in an
+// input_required result. A host that cannot be asked (it did not declare
+// the capability; a 2026-07-28 host asked by a legacy backend), or no
+// request in flight, is answered -32601 naming the missing handler.
 //
 // # Notifications
 //

@@ -64,14 +64,19 @@ func (h *Hub) Handle(ctx context.Context, r *gateway.Request) (res json.RawMessa
 				return nil, invalidParams("tool %q is not allowed by the gateway's policy for this identity", b.name+gateway.NameSeparator+name)
 			}
 		}
-		return b.request(ctx, r, r.Method, name, marshal(params), opts...)
+		return h.call(ctx, r, b, name, params, opts)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		merged, _ := stringMember(params, "uri")
 		b, uri, err := h.route(r, params, "uri", gateway.URISeparator, &rec)
 		if err != nil {
 			return nil, err
 		}
-		res, err := b.request(ctx, r, r.Method, uri, marshal(params), opts...)
+		var res json.RawMessage
+		if r.Method == "resources/read" {
+			res, err = h.call(ctx, r, b, uri, params, opts)
+		} else {
+			res, err = b.request(ctx, r, r.Method, uri, marshal(params), opts...)
+		}
 		if err == nil && r.Session != "" && r.Method != "resources/read" {
 			h.subscribe(r.Session, merged, r.Method == "resources/subscribe")
 		}
@@ -384,4 +389,24 @@ func (h *Hub) rename(r *gateway.Request, server string, items []json.RawMessage,
 func marshal(params map[string]json.RawMessage) json.RawMessage {
 	b, _ := json.Marshal(params)
 	return b
+}
+
+// call sends a tools/call, prompts/get or resources/read to b: for a
+// 2026-07-28 host, a request that may take several rounds (multiRound).
+func (h *Hub) call(ctx context.Context, r *gateway.Request, b *backend, target string, params map[string]json.RawMessage, opts []snodo.CallOption) (json.RawMessage, error) {
+	if r.Modern {
+		return h.multiRound(ctx, r, b, target, params, opts)
+	}
+	return b.request(ctx, r, r.Method, target, marshal(params), opts...)
+}
+
+// multiRound serves a 2026-07-28 host's multi round-trip request: the
+// backend's input requests that its Wasm modules do not answer go back to
+// the host in an input_required result, which the host answers by
+// retrying on any replica (package mrtr's Rounds.Call, given b's client,
+// the hub's stateKey and the modules as its AnswerFunc, is wired here).
+// Until then the request is sent as one call, and such an input request
+// is refused with -32601 (askModern).
+func (h *Hub) multiRound(ctx context.Context, r *gateway.Request, b *backend, target string, params map[string]json.RawMessage, opts []snodo.CallOption) (json.RawMessage, error) {
+	return b.request(ctx, r, r.Method, target, marshal(params), opts...)
 }

@@ -45,9 +45,6 @@ type Options struct {
 	CacheDir string
 	// Backoff is the restart policy; zero fields take the defaults.
 	Backoff Backoff
-	// AskModern carries a backend's server request to a 2026-07-28 host as
-	// an input_required result (package mrtr); nil refuses it with -32601.
-	AskModern func(ctx context.Context, r *gateway.Request, server, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // serverEntry is one mcpServers entry: the desktop-host shape and the

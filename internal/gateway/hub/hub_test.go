@@ -226,7 +226,7 @@ func TestMergedListsAndRouting(t *testing.T) {
 		}
 	}
 	res, err := handle(t, h, request("resources/read", map[string]any{"uri": "new+demo://counter"}))
-	if err != nil || !strings.Contains(string(res["contents"]), `"1"`) && !strings.Contains(string(res["contents"]), "1") {
+	if err != nil || !strings.Contains(string(res["contents"]), `"text":"1"`) {
 		t.Errorf("resources/read new+demo://counter: %s %v", res["contents"], err)
 	}
 	res, err = handle(t, h, request("completion/complete", map[string]any{
@@ -439,10 +439,11 @@ func TestElicitationByModuleOrHost(t *testing.T) {
 	}
 	withModule := demo("legacy")
 	withModule["handlers"] = []string{accept}
+	audit := &records{}
 	h := newHub(t, map[string]any{
-		"mcpServers": map[string]any{"mod": withModule, "host": demo("legacy")},
+		"mcpServers": map[string]any{"mod": withModule, "host": demo("legacy"), "new": demo("modern")},
 		"modules":    map[string]any{"accept": map[string]any{"config": map[string]any{"name": "Wasm"}}},
-	}, Options{})
+	}, Options{Auditor: audit})
 	text, err := callTool(t, h, "mod__register", map[string]any{})
 	if err != nil || !strings.Contains(text, "registered Wasm") {
 		t.Errorf("answered by the module: %q %v", text, err)
@@ -458,12 +459,46 @@ func TestElicitationByModuleOrHost(t *testing.T) {
 	if err != nil || !strings.Contains(toolText(t, res), "registered Host") || len(asked) != 1 || asked[0] != "elicitation/create" {
 		t.Errorf("forwarded to the host: %s %v, asked %v", res["content"], err, asked)
 	}
-	// A host that cannot be asked: the server gets -32601 naming the
-	// missing handler.
-	r = request("tools/call", map[string]any{"name": "host__register", "arguments": map[string]any{}})
-	res, err = handle(t, h, r)
-	if err == nil && !strings.Contains(string(res["content"]), "no Wasm handler") {
-		t.Errorf("a host that cannot be asked: %s", res["content"])
+	// A host that cannot be asked — it has no Ask (a 2026-07-28 host), or
+	// did not declare elicitation — has the server's request refused
+	// (-32601, audited as denied), and the call fails.
+	for _, tc := range []struct {
+		modern bool
+		caps   string
+	}{{true, `{"elicitation":{}}`}, {false, `{"elicitation":{}}`}, {false, `{}`}} {
+		audit.mu.Lock()
+		audit.recs = nil
+		audit.mu.Unlock()
+		r = request("tools/call", map[string]any{"name": "host__register", "arguments": map[string]any{}})
+		r.Modern, r.ClientCapabilities = tc.modern, json.RawMessage(tc.caps)
+		if tc.caps == `{}` {
+			r.Ask = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				t.Error("a host that did not declare elicitation was asked")
+				return nil, errors.New("no")
+			}
+		}
+		res, err = handle(t, h, r)
+		if err == nil && !strings.Contains(string(res["isError"]), "true") {
+			t.Errorf("%+v: the call succeeded: %s", tc, res["content"])
+		}
+		audit.mu.Lock()
+		refused := 0
+		for _, rec := range audit.recs {
+			if rec.Direction == "server" && rec.Server == "host" && rec.Method == "elicitation/create" && rec.Decision == "deny" && rec.ErrorCode == jsonrpc.CodeMethodNotFound {
+				refused++
+			}
+		}
+		audit.mu.Unlock()
+		if refused != 1 {
+			t.Errorf("%+v: %d refusals audited, want 1: %+v", tc, refused, audit.recs)
+		}
+	}
+	// A 2026-07-28 server's input for a 2026-07-28 host: refused naming
+	// the missing handler until the multi round-trip carries it.
+	r = request("tools/call", map[string]any{"name": "new__register", "arguments": map[string]any{}})
+	r.Modern, r.ClientCapabilities = true, json.RawMessage(`{"elicitation":{}}`)
+	if _, err = handle(t, h, r); code(err) != jsonrpc.CodeMethodNotFound || !strings.Contains(err.Error(), `elicitation/create asked by server "new": no Wasm handler module`) {
+		t.Errorf("a 2026-07-28 host and server: %v", err)
 	}
 }
 
@@ -606,7 +641,8 @@ func TestRateLimitReachesHost(t *testing.T) {
 // to: with calls of two hosts in flight, neither host is asked (the
 // request could belong to the other one's call).
 func TestServerRequestNotSentToAnotherHost(t *testing.T) {
-	h := newHub(t, map[string]any{"mcpServers": map[string]any{"srv": demo("legacy")}}, Options{})
+	audit := &records{}
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"srv": demo("legacy")}}, Options{Auditor: audit})
 	b := h.backends["srv"]
 	asker := func(who string, asked chan<- string) *gateway.Request {
 		r := request("tools/call", nil)
@@ -652,8 +688,16 @@ func TestServerRequestNotSentToAnotherHost(t *testing.T) {
 		t.Errorf("%s was asked for bob's server request (result %s, %v)", who, res, err)
 	default:
 	}
-	if err == nil && !strings.Contains(string(res), "more than one host") {
-		t.Errorf("bob's call: %s, want the server's elicitation refused", res)
+	audit.mu.Lock()
+	defer audit.mu.Unlock()
+	refused := 0
+	for _, rec := range audit.recs {
+		if rec.Direction == "server" && rec.Method == "elicitation/create" && rec.Decision == "deny" && rec.ErrorCode == jsonrpc.CodeMethodNotFound {
+			refused++
+		}
+	}
+	if refused != 1 || err == nil && !strings.Contains(string(res), `"isError":true`) {
+		t.Errorf("bob's call: %s %v, want the server's elicitation refused (audit %+v)", res, err, audit.recs)
 	}
 }
 
