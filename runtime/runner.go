@@ -603,13 +603,3 @@ func (t *tail) String() string {
 	defer t.mu.Unlock()
 	return string(t.buf)
 }
-
-// Done returns a channel closed when the server process's connection has
-// ended (the server exited, or Close); nil, which never closes, for a
-// remote server, whose requests fail one by one instead.
-func (r *Runner) Done() <-chan struct{} {
-	if r.conn == nil {
-		return nil
-	}
-	return r.conn.Done()
-}

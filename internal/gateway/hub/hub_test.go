@@ -811,3 +811,36 @@ func TestHostileServerCursors(t *testing.T) {
 		t.Errorf("tools over %d pages: %v", pages, tools)
 	}
 }
+
+// A remote server over HTTP+SSE whose stream ends is connected again.
+func TestSSEServerReconnects(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "sse", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "hi"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer srv.Close()
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"remote": map[string]any{"url": srv.URL, "type": "sse"}}},
+		Options{Backoff: Backoff{Min: 10 * time.Millisecond}})
+	b := h.backends["remote"]
+	srv.CloseClientConnections()
+	deadline := time.After(bound)
+	for {
+		b.mu.Lock()
+		up, starts, changed := b.rt != nil, b.starts, b.changed
+		b.mu.Unlock()
+		if up && starts >= 2 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the server was not connected again")
+		}
+	}
+	if text, err := callTool(t, h, "remote__hi", map[string]any{}); err != nil || text != "hi" {
+		t.Errorf("after reconnecting: %q %v", text, err)
+	}
+	h.Close(context.Background())
+	srv.CloseClientConnections()
+}
