@@ -71,6 +71,10 @@ func (h *Hub) Handle(ctx context.Context, r *gateway.Request) (res json.RawMessa
 		if err != nil {
 			return nil, err
 		}
+		if r.Method == "resources/subscribe" && r.Session != "" && !h.maySubscribe(r.Session, merged) {
+			rec.Decision = "deny"
+			return nil, invalidParams("this session already holds %d resource subscriptions, the most the gateway keeps: unsubscribe from some first", maxSubscriptions)
+		}
 		var res json.RawMessage
 		if r.Method == "resources/read" {
 			res, err = h.call(ctx, r, b, uri, params, opts)

@@ -844,3 +844,60 @@ func TestSSEServerReconnects(t *testing.T) {
 	h.Close(context.Background())
 	srv.CloseClientConnections()
 }
+
+// Config mistakes are refused at New with an error naming them.
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		config map[string]any
+		want   string
+	}{
+		{map[string]any{}, "no server configured"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin, "handler": []string{"x.wasm"}}}}, `unknown field "handler"`},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin, "url": "http://127.0.0.1:1/mcp"}}}, "both a url and a command"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin, "timeout": "soon"}}}, "mcpServers.a.timeout"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin, "handlers": []string{"missing.wasm"}}}}, "missing.wasm"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin, "handlers": []string{"m.wasm"}}},
+			"modules": map[string]any{"m": map[string]any{"trusted": true}}}, "modules.m.trusted"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"url": "http://u:p@127.0.0.1:1/mcp"}}}, "credentials"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "audit": map[string]any{"path": "x"}}, `unknown field "path"`},
+	} {
+		raw, _ := json.Marshal(tc.config)
+		s, err := gateway.ParseConfig(raw, ".json")
+		if err == nil {
+			var h *Hub
+			h, err = New(context.Background(), s, Options{Dir: t.TempDir(), CacheDir: t.TempDir()})
+			if h != nil {
+				_ = h.Close(context.Background())
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", raw, err, tc.want)
+		}
+	}
+}
+
+// A legacy session's resource subscriptions are bounded.
+func TestSubscriptionsBounded(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"one": demo("legacy")}}, Options{})
+	h.mu.Lock()
+	h.subs["s"] = map[string]bool{}
+	for i := range maxSubscriptions {
+		h.subs["s"][fmt.Sprintf("one+demo://x%d", i)] = true
+	}
+	h.mu.Unlock()
+	r := request("resources/subscribe", map[string]any{"uri": "one+demo://counter"})
+	r.Session = "s"
+	if _, err := handle(t, h, r); code(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "unsubscribe") {
+		t.Errorf("one subscription too many: %v", err)
+	}
+	r.Session = "other"
+	if _, err := handle(t, h, r); err != nil {
+		t.Errorf("another session: %v", err)
+	}
+	h.EndSession("s")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs["s"]; ok {
+		t.Error("EndSession left the session's subscriptions")
+	}
+}

@@ -72,6 +72,17 @@ func (h *Hub) onNotification(server, method string, params json.RawMessage) {
 	}
 }
 
+// maxSubscriptions bounds the resource subscriptions of one legacy session.
+const maxSubscriptions = 1024
+
+// maySubscribe reports whether session may subscribe to one more URI.
+func (h *Hub) maySubscribe(session, merged string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	subs := h.subs[session]
+	return subs[merged] || len(subs) < maxSubscriptions
+}
+
 // subscribe records a legacy session's resources/subscribe or unsubscribe.
 func (h *Hub) subscribe(session, merged string, on bool) {
 	h.mu.Lock()
