@@ -153,18 +153,56 @@ func (h *Hub) Listen(ctx context.Context, r *gateway.Request, emit func(method s
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type opened struct {
-		server string
-		sub    *snodo.Subscription
-	}
-	var subs []opened
+	subs, acc := h.openListens(ctx, r, filter, byServer)
 	defer func() {
 		for _, s := range subs {
 			s.sub.Close()
 		}
 	}()
-	// Opened on every allowed server that is up, at once: a slow one
-	// delays the acknowledgement, not the others' opening.
+	ack, err := json.Marshal(map[string]any{"_meta": map[string]jsonrpc.ID{metaPrefix + "subscriptionId": id}, "notifications": acc})
+	if err != nil {
+		return nil, err
+	}
+	if err := emit("notifications/subscriptions/acknowledged", ack); err != nil {
+		return nil, err
+	}
+	events := make(chan note)
+	var wg sync.WaitGroup
+	for _, s := range subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.pump(ctx, s, id, events)
+		}()
+	}
+	ended := make(chan struct{})
+	go func() { wg.Wait(); close(ended) }()
+	defer func() { cancel(); <-ended }()
+	for {
+		select {
+		case n := <-events:
+			if err := emit(n.method, n.params); err != nil {
+				return nil, err
+			}
+		case <-ended:
+			return json.Marshal(map[string]any{"resultType": "complete", "_meta": map[string]jsonrpc.ID{metaPrefix + "subscriptionId": id}})
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// opened is a backend's subscription.
+type opened struct {
+	server string
+	sub    *snodo.Subscription
+}
+
+// openListens opens the subscription on every allowed server that is up,
+// at once (a slow one delays the acknowledgement, not the others'
+// opening), and returns them with the union of what they accepted, URIs
+// in the merged name space.
+func (h *Hub) openListens(ctx context.Context, r *gateway.Request, filter snodo.SubscriptionFilter, byServer map[string][]string) ([]opened, snodo.SubscriptionFilter) {
 	type result struct {
 		got snodo.SubscriptionFilter
 		sub *snodo.Subscription
@@ -190,6 +228,7 @@ func (h *Hub) Listen(ctx context.Context, r *gateway.Request, emit func(method s
 		}()
 	}
 	wg.Wait()
+	var subs []opened
 	acc := snodo.SubscriptionFilter{ResourceSubscriptions: []string{}}
 	for i, res := range results {
 		if res.sub == nil {
@@ -204,64 +243,42 @@ func (h *Hub) Listen(ctx context.Context, r *gateway.Request, emit func(method s
 			acc.ResourceSubscriptions = append(acc.ResourceSubscriptions, name+gateway.URISeparator+u)
 		}
 	}
-	ack, err := json.Marshal(map[string]any{"_meta": map[string]jsonrpc.ID{metaPrefix + "subscriptionId": id}, "notifications": acc})
-	if err != nil {
-		return nil, err
-	}
-	if err := emit("notifications/subscriptions/acknowledged", ack); err != nil {
-		return nil, err
-	}
-	events := make(chan note)
-	for _, s := range subs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				ev, err := s.sub.Next(ctx)
-				if err != nil {
-					if !errors.Is(err, io.EOF) && ctx.Err() == nil {
-						h.log.Warn("a backend's subscription ended", "server", s.server, "error", err)
-					}
-					return
-				}
-				p := ev.Params
-				if ev.Method == "notifications/resources/updated" {
-					var m map[string]json.RawMessage
-					if json.Unmarshal(p, &m) != nil || m == nil {
-						continue
-					}
-					uri, ok := stringMember(m, "uri")
-					if !ok {
-						continue
-					}
-					m["uri"], _ = json.Marshal(s.server + gateway.URISeparator + uri)
-					p, _ = json.Marshal(m)
-				}
-				tagged, ok := proxy.TagEvent(p, id)
-				if !ok {
-					continue
-				}
-				select {
-				case events <- note{ev.Method, tagged}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	ended := make(chan struct{})
-	go func() { wg.Wait(); close(ended) }()
-	defer func() { cancel(); <-ended }()
+	return subs, acc
+}
+
+// pump carries a backend subscription's events to events, URIs in the
+// merged name space and tagged with the host's subscription ID, until it
+// ends or ctx ends.
+func (h *Hub) pump(ctx context.Context, s opened, id jsonrpc.ID, events chan<- note) {
 	for {
-		select {
-		case n := <-events:
-			if err := emit(n.method, n.params); err != nil {
-				return nil, err
+		ev, err := s.sub.Next(ctx)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				h.log.Warn("a backend's subscription ended", "server", s.server, "error", err)
 			}
-		case <-ended:
-			return json.Marshal(map[string]any{"resultType": "complete", "_meta": map[string]jsonrpc.ID{metaPrefix + "subscriptionId": id}})
+			return
+		}
+		p := ev.Params
+		if ev.Method == "notifications/resources/updated" {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(p, &m) != nil || m == nil {
+				continue
+			}
+			uri, ok := stringMember(m, "uri")
+			if !ok {
+				continue
+			}
+			m["uri"], _ = json.Marshal(s.server + gateway.URISeparator + uri)
+			p, _ = json.Marshal(m)
+		}
+		tagged, ok := proxy.TagEvent(p, id)
+		if !ok {
+			continue
+		}
+		select {
+		case events <- note{ev.Method, tagged}:
 		case <-ctx.Done():
-			return nil, context.Cause(ctx)
+			return
 		}
 	}
 }
