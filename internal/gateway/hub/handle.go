@@ -254,7 +254,7 @@ func (h *Hub) decodeCursor(r *gateway.Request, s string) (cursor, error) {
 	if dec.Decode(&c) != nil || dec.More() {
 		return bad("not one the gateway made")
 	}
-	if _, ok := h.backends[c.Server]; !ok || !h.allowServer(r, c.Server) {
+	if b, ok := h.backends[c.Server]; !ok || b.disabled || !h.allowServer(r, c.Server) {
 		return bad("it names no server of the gateway")
 	}
 	return c, nil

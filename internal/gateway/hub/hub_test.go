@@ -256,9 +256,10 @@ func pager(t *testing.T, n int) string {
 
 func pagers(t *testing.T) map[string]any {
 	return map[string]any{"mcpServers": map[string]any{
-		"p1": map[string]any{"url": pager(t, 5), "protocol": "legacy"},
-		"p2": map[string]any{"url": pager(t, 4), "protocol": "legacy"},
-		"p3": map[string]any{"url": pager(t, 6), "protocol": "legacy"},
+		"p1":  map[string]any{"url": pager(t, 5), "protocol": "legacy"},
+		"p2":  map[string]any{"url": pager(t, 4), "protocol": "legacy"},
+		"p3":  map[string]any{"url": pager(t, 6), "protocol": "legacy"},
+		"off": map[string]any{"url": "http://127.0.0.1:1/mcp", "disabled": true},
 	}}
 }
 
@@ -317,7 +318,7 @@ func TestForgedCursors(t *testing.T) {
 	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for _, c := range []any{
 		"garbage!", "", b64(`{"s":"nope","c":""}`), b64(`{"s":"p2"}`), b64(`{"s":"p1","x":1}`),
-		b64(`{"s":"p1"} {}`), b64(`[]`), b64(`null`), strings.Repeat("A", 5000), 42, b64("\xff\xfe"),
+		b64(`{"s":"p1"} {}`), b64(`{"s":"off"}`), b64(`[]`), b64(`null`), strings.Repeat("A", 5000), 42, b64("\xff\xfe"),
 	} {
 		r := request("tools/list", map[string]any{"cursor": c})
 		_, err := handle(t, h, r)
@@ -899,5 +900,76 @@ func TestSubscriptionsBounded(t *testing.T) {
 	defer h.mu.Unlock()
 	if _, ok := h.subs["s"]; ok {
 		t.Error("EndSession left the session's subscriptions")
+	}
+}
+
+// spans records the client spans the hub starts.
+type spans struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *spans) ServerSpan(ctx context.Context, _, _ string, _ map[string]json.RawMessage, _ http.Header) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+
+func (s *spans) ClientSpan(ctx context.Context, method, target, server string) (context.Context, func(error)) {
+	return ctx, func(err error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.got = append(s.got, fmt.Sprintf("%s %s @%s err=%v", method, target, server, err != nil))
+	}
+}
+
+func (s *spans) Handler() http.Handler { return http.NotFoundHandler() }
+
+// A slow server slows only its own calls: another server answers while a
+// long call is in flight to the first; that call's progress reaches the
+// host under the host's own token; each backend request is a client span
+// naming its server and target.
+func TestSlowServerProgressAndSpans(t *testing.T) {
+	tel := &spans{}
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"slow": demo("legacy"), "fast": demo("modern")}}, Options{Telemetry: tel})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	progress := make(chan string, 64)
+	r := request("tools/call", map[string]any{"name": "slow__count", "arguments": map[string]any{"steps": 100000, "delay_ms": 50},
+		"_meta": map[string]any{"progressToken": "host-token-1"}})
+	r.Notify = func(method string, params json.RawMessage) error {
+		select {
+		case progress <- method + " " + string(params):
+		default:
+		}
+		return nil
+	}
+	counting := make(chan struct{})
+	go func() {
+		defer close(counting)
+		_, _ = h.Handle(ctx, r)
+	}()
+	select {
+	case p := <-progress:
+		if !strings.HasPrefix(p, "notifications/progress ") || !strings.Contains(p, `"progressToken":"host-token-1"`) {
+			t.Errorf("progress: %s", p)
+		}
+	case <-ctx.Done():
+		t.Fatal("no progress from the slow call")
+	}
+	if text, err := callTool(t, h, "fast__echo", map[string]any{"text": "quick"}); err != nil || text != "quick" {
+		t.Errorf("the fast server while the slow one works: %q %v", text, err)
+	}
+	b := h.backends["slow"]
+	b.mu.Lock()
+	inFlight := len(b.calls)
+	b.mu.Unlock()
+	if inFlight != 1 {
+		t.Errorf("%d calls in flight to the slow server after the fast one answered, want its count still running", inFlight)
+	}
+	cancel()
+	<-counting
+	tel.mu.Lock()
+	defer tel.mu.Unlock()
+	if !contains(tel.got, "tools/call echo @fast err=false") || !contains(tel.got, "tools/call count @slow err=true") {
+		t.Errorf("spans: %v", tel.got)
 	}
 }
