@@ -973,3 +973,48 @@ func TestSlowServerProgressAndSpans(t *testing.T) {
 		t.Errorf("spans: %v", tel.got)
 	}
 }
+
+// A server whose Wasm module cannot be loaded has failed for good: it is
+// not retried, Ready names it, and its calls say why.
+func TestModuleFailureIsFatal(t *testing.T) {
+	entry := demo("legacy")
+	entry["handlers"] = []string{"gone.wasm"}
+	raw, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"bad": entry, "good": demo("legacy")},
+		"modules": map[string]any{"gone": map[string]any{"methods": []string{"elicitation/create"}}}})
+	s, err := gateway.ParseConfig(raw, ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(context.Background(), s, Options{Dir: t.TempDir(), CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	b := h.backends["bad"]
+	deadline := time.After(bound)
+	for {
+		b.mu.Lock()
+		fatal, changed := b.fatal, b.changed
+		b.mu.Unlock()
+		if fatal != nil {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the module's failure was not noticed")
+		}
+	}
+	if err := h.Ready(); err == nil || !strings.Contains(err.Error(), "bad failed") || !strings.Contains(err.Error(), "gone.wasm") {
+		t.Errorf("Ready: %v", err)
+	}
+	if _, err := callTool(t, h, "bad__echo", map[string]any{"text": "x"}); code(err) != jsonrpc.CodeConnectionClosed || !strings.Contains(err.Error(), "cannot be started") {
+		t.Errorf("a call: %v", err)
+	}
+	b.mu.Lock()
+	starts := b.starts
+	b.mu.Unlock()
+	if starts != 0 {
+		t.Errorf("started %d times", starts)
+	}
+}
