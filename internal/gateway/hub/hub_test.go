@@ -1018,3 +1018,46 @@ func TestModuleFailureIsFatal(t *testing.T) {
 		t.Errorf("started %d times", starts)
 	}
 }
+
+// npmServer returns an npm test server's command, failing the test with
+// what to install when it is missing.
+func npmServer(t *testing.T, name string) string {
+	t.Helper()
+	abs, err := filepath.Abs("../../interop/everything/node_modules/.bin/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		t.Fatalf("%s is not installed at %s: run `bash .ci/deps.d/20-npm-interop.sh` (npm ci in internal/interop/everything; needs node 20 and npm)", name, abs)
+	}
+	return abs
+}
+
+// The reference TypeScript servers behind one name space with the demo:
+// the echo tool of two servers told apart, a call routed to each.
+func TestNpmServers(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hi"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": npmServer(t, "mcp-server-everything")},
+		"files":      map[string]any{"command": npmServer(t, "mcp-server-filesystem"), "args": []string{dir}},
+		"demo":       demo("legacy"),
+	}}, Options{})
+	tools, _ := names(t, h, func() *gateway.Request { return request("tools/list", nil) }, "tools", "name")
+	for _, want := range []string{"everything__echo", "demo__echo", "files__list_directory"} {
+		if !contains(tools, want) {
+			t.Errorf("tools/list lacks %s: %v", want, tools)
+		}
+	}
+	if text, err := callTool(t, h, "everything__echo", map[string]any{"message": "from ts"}); err != nil || !strings.Contains(text, "from ts") {
+		t.Errorf("everything__echo: %q %v", text, err)
+	}
+	if text, err := callTool(t, h, "demo__echo", map[string]any{"text": "from go"}); err != nil || text != "from go" {
+		t.Errorf("demo__echo: %q %v", text, err)
+	}
+	if text, err := callTool(t, h, "files__list_directory", map[string]any{"path": dir}); err != nil || !strings.Contains(text, "hello.txt") {
+		t.Errorf("files__list_directory: %q %v", text, err)
+	}
+}
