@@ -218,6 +218,12 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 		}
 		cfg.Interceptors = append(cfg.Interceptors, mc)
 	}
+	if !covered[abi.MethodRootsList] {
+		// The roots come from a host, which no request carries while the
+		// server connects: waiting for the server's first roots/list
+		// (runtime.Config.RootsWait) would only delay every start.
+		cfg.RootsWait = -1
+	}
 	cfg.Native = map[string]snodo.Handler{}
 	for _, m := range []string{abi.MethodElicitationCreate, abi.MethodSamplingCreate, abi.MethodRootsList} {
 		if !covered[m] {

@@ -1061,3 +1061,12 @@ func TestNpmServers(t *testing.T) {
 		t.Errorf("files__list_directory: %q %v", text, err)
 	}
 }
+
+// The start of a server whose roots/list goes to hosts does not wait for
+// the server's first roots/list: no host request could answer it.
+func TestNoRootsWaitWithoutRootsModule(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"a": demo("legacy")}}, Options{})
+	if w := h.backends["a"].cfg.RootsWait; w >= 0 {
+		t.Errorf("RootsWait = %v, want none", w)
+	}
+}
