@@ -33,8 +33,11 @@ type backend struct {
 	next    time.Time // the next attempt
 	starts  int       // connections made
 	stopped bool      // Close has stopped it
-	changed chan struct{}
-	calls   []*call // in flight, oldest first
+	// listening is set while the list changes of a 2026-07-28 server are
+	// watched (watchModern).
+	listening bool
+	changed   chan struct{}
+	calls     []*call // in flight, oldest first
 }
 
 // call is one host request in flight to a backend.
@@ -91,13 +94,23 @@ func (b *backend) supervise(ctx context.Context) {
 			b.signalLocked()
 			b.mu.Unlock()
 			b.hub.log.Info("backend connected", "server", b.name)
+			wctx, wcancel := context.WithCancel(ctx)
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				if rt.Client().Server().Era == snodo.EraModern {
+					b.watchModern(wctx, rt)
+				}
+			}()
 			select {
 			case <-rt.Done():
 				err = rt.Explain(errors.New("the server's connection ended"))
 			case <-ctx.Done():
 			}
+			wcancel()
+			<-watched
 			b.mu.Lock()
-			b.rt = nil
+			b.rt, b.listening = nil, false
 			b.mu.Unlock()
 			_ = rt.Close(context.Background())
 			if ctx.Err() != nil {
@@ -306,4 +319,29 @@ func capabilityName(method string) string {
 		return "roots"
 	}
 	return method
+}
+
+// watchModern carries a 2026-07-28 server's list changes, which it sends
+// only on a subscription, to the legacy sessions' Watch, until ctx ends or
+// the subscription does.
+func (b *backend) watchModern(ctx context.Context, rt *runtime.Runner) {
+	_, sub, err := rt.Client().Listen(ctx, snodo.SubscriptionFilter{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true})
+	if err != nil {
+		if ctx.Err() == nil {
+			b.hub.log.Warn("cannot watch the server's list changes", "server", b.name, "error", err)
+		}
+		return
+	}
+	defer sub.Close()
+	b.mu.Lock()
+	b.listening = true
+	b.signalLocked()
+	b.mu.Unlock()
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		b.hub.onNotification(b.name, ev.Method, ev.Params)
+	}
 }

@@ -75,6 +75,8 @@
 // acknowledging once with the union of what they accepted, and merging
 // their events with URIs rewritten and the host's request ID as the
 // subscription ID. Watch fans in the list-changed notifications of every
-// backend the identity may see, and the resources/updated notifications of
-// the URIs the legacy session subscribed to.
+// backend the identity may see (a 2026-07-28 backend sends them only on a
+// subscription, which the hub holds while it is connected), and the
+// resources/updated notifications of the URIs the legacy session
+// subscribed to.
 package hub

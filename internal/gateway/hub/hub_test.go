@@ -561,10 +561,7 @@ func TestWatchFanIn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	events := make(chan [2]string, 16)
-	go h.Watch(ctx, "s1", nil, func(method string, params json.RawMessage) error {
-		events <- [2]string{method, string(params)}
-		return nil
-	})
+	watch(ctx, t, h, "s1", events)
 	r := request("resources/subscribe", map[string]any{"uri": "two+demo://counter"})
 	r.Session = "s1"
 	if _, err := handle(t, h, r); err != nil {
@@ -1068,5 +1065,64 @@ func TestNoRootsWaitWithoutRootsModule(t *testing.T) {
 	h := newHub(t, map[string]any{"mcpServers": map[string]any{"a": demo("legacy")}}, Options{})
 	if w := h.backends["a"].cfg.RootsWait; w >= 0 {
 		t.Errorf("RootsWait = %v, want none", w)
+	}
+}
+
+// watch starts a legacy session's Watch and returns once it is registered.
+func watch(ctx context.Context, t *testing.T, h *Hub, session string, events chan<- [2]string) {
+	t.Helper()
+	go h.Watch(ctx, session, nil, func(method string, params json.RawMessage) error {
+		events <- [2]string{method, string(params)}
+		return nil
+	})
+	for {
+		h.mu.Lock()
+		n := len(h.watchers)
+		h.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("Watch did not start")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// A 2026-07-28 server sends its list changes only on a subscription: the
+// hub holds one, so that legacy sessions hear of them too.
+func TestWatchModernServerListChanges(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"m": demo("modern")}}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	b := h.backends["m"]
+	for {
+		b.mu.Lock()
+		listening, changed := b.listening, b.changed
+		b.mu.Unlock()
+		if listening {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatal("the server's list changes are not watched")
+		}
+	}
+	events := make(chan [2]string, 16)
+	watch(ctx, t, h, "s", events)
+	if _, err := callTool(t, h, "m__toggle_bonus", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-events:
+			if ev[0] == "notifications/tools/list_changed" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no notifications/tools/list_changed")
+		}
 	}
 }
