@@ -86,3 +86,17 @@ func (r *Runner) connErr() error {
 	}
 	return r.conn.Err()
 }
+
+// Done returns a channel closed when the server's connection has ended:
+// the server process exited (or Close), or a remote server's HTTP+SSE
+// stream ended. It is nil, which never closes, for Streamable HTTP, whose
+// connection is a request at a time (each failure is that request's).
+func (r *Runner) Done() <-chan struct{} {
+	if s, ok := r.remote.(*shttp.SSE); ok {
+		return s.Done()
+	}
+	if r.conn == nil {
+		return nil
+	}
+	return r.conn.Done()
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/internal/guard"
+	"github.com/snodo/snodo/internal/mcpconfig"
 	"github.com/snodo/snodo/internal/redact"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -113,55 +113,12 @@ type fileConfig struct {
 	Modules map[string]moduleSettings `json:"modules"`
 }
 
-// mcpServer is one entry of the de facto standard mcpServers map that
-// desktop MCP hosts write: a command to start, or a remote server's url
-// (serverUrl and httpUrl are other hosts' names for it) with headers.
-type mcpServer struct {
-	Type      string             `json:"type"`
-	Command   string             `json:"command"`
-	Args      []string           `json:"args"`
-	Env       map[string]*string `json:"env"`
-	Cwd       string             `json:"cwd"`
-	URL       string             `json:"url"`
-	ServerURL string             `json:"serverUrl"`
-	HTTPURL   string             `json:"httpUrl"`
-	Headers   map[string]string  `json:"headers"`
-	Disabled  bool               `json:"disabled"`
-}
-
-// moduleSettings are a Wasm module's settings, by module name (its file's
-// base name without .wasm).
-type moduleSettings struct {
-	Config      json.RawMessage `json:"config"`
-	SHA256      string          `json:"sha256"`
-	Timeout     string          `json:"timeout"`
-	Trusted     bool            `json:"trusted"`
-	MemoryLimit int64           `json:"memory_limit"`
-	MaxOutput   int             `json:"max_output"`
-	// Limits bound what the module can name (wasm.Limits); 0 means the
-	// default.
-	Limits struct {
-		Functions       int64 `json:"functions"`
-		Locals          int64 `json:"locals"`
-		TotalLocals     int64 `json:"total_locals"`
-		TableElements   int64 `json:"table_elements"`
-		Globals         int64 `json:"globals"`
-		DataSegments    int64 `json:"data_segments"`
-		ElementSegments int64 `json:"element_segments"`
-		CodeBytes       int64 `json:"code_bytes"`
-	} `json:"limits"`
-	Methods []string `json:"methods"`
-	Grants  struct {
-		Mounts []struct {
-			Host     string `json:"host"`
-			Guest    string `json:"guest"`
-			ReadOnly bool   `json:"read_only"`
-		} `json:"mounts"`
-		Env    []string `json:"env"`
-		Clock  bool     `json:"clock"`
-		Random bool     `json:"random"`
-	} `json:"grants"`
-}
+// mcpServer is one entry of the mcpServers map; moduleSettings are a Wasm
+// module's settings (package mcpconfig, shared with the gateway).
+type (
+	mcpServer      = mcpconfig.Server
+	moduleSettings = mcpconfig.Module
+)
 
 // newViper returns a viper bound to the flags: flags > SNODO_ environment >
 // config file > defaults.
@@ -430,7 +387,7 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Se
 			}
 			return configErr("no server named %q in mcpServers (have: %s)", name, strings.Join(names, ", "))
 		}
-		if err := entry.resolve(name, srv); err != nil {
+		if err := resolveEntry(entry, name, srv); err != nil {
 			return err
 		}
 		fromEntry = true
@@ -503,73 +460,31 @@ func resolveServer(v *viper.Viper, fc fileConfig, argv []string, srv *runtime.Se
 	return nil
 }
 
-// httpTypes are the names MCP hosts give the Streamable HTTP transport in
-// an mcpServers entry's type.
-var httpTypes = []string{"http", "streamable-http", "streamableHttp", "streamable_http"}
-
-// resolve makes the server of the mcpServers entry name.
-func (e mcpServer) resolve(name string, srv *runtime.Server) error {
+// resolveEntry makes the server of the mcpServers entry name.
+func resolveEntry(e mcpServer, name string, srv *runtime.Server) error {
 	if e.Disabled {
 		return configErr("mcpServers.%s is disabled (\"disabled\": true in the config file): enable it there, or pick another server", name)
 	}
-	urls := 0
-	for _, u := range []string{e.URL, e.ServerURL, e.HTTPURL} {
-		if u != "" {
-			srv.URL = u
-			urls++
-		}
-	}
-	switch {
-	case urls > 1:
-		return configErr("mcpServers.%s has more than one of url, serverUrl and httpUrl", name)
-	case e.Type != "" && e.Type != "stdio" && !strings.EqualFold(e.Type, "sse") && !slices.ContainsFunc(httpTypes, func(t string) bool { return strings.EqualFold(t, e.Type) }):
-		return configErr("mcpServers.%s has type %q: snodo-run knows stdio, http (also named %s) and sse (HTTP+SSE, 2024-11-05)", name, e.Type, strings.Join(httpTypes[1:], ", "))
-	case e.Type == "stdio" && urls > 0:
-		return configErr("mcpServers.%s has type stdio and a url", name)
-	case urls > 0 && (e.Command != "" || len(e.Args) > 0 || len(e.Env) > 0 || e.Cwd != ""):
-		return configErr("mcpServers.%s has both a url and a command (or args, env, cwd): give one or the other", name)
-	case urls > 0:
-		if err := runtime.CheckURL(srv.URL); err != nil {
-			return configErr("mcpServers.%s: %v", name, err)
-		}
-		switch {
-		case strings.EqualFold(e.Type, "sse"):
-			srv.Transport = runtime.TransportSSE
-		case e.Type != "":
-			// Named Streamable HTTP: no fallback to HTTP+SSE.
-			srv.Transport = runtime.TransportHTTP
-		}
-		return addHeaders(srv, e.Headers, "mcpServers."+name+".headers")
-	case e.Type != "" && e.Type != "stdio":
-		return configErr("mcpServers.%s has type %s and no url", name, e.Type)
-	case len(e.Headers) > 0:
-		return configErr("mcpServers.%s has headers but no url: headers apply to a remote server", name)
-	case e.Command == "":
-		return configErr("mcpServers.%s has no command (nor url)", name)
-	}
-	srv.Command, srv.Args, srv.Dir = e.Command, e.Args, e.Cwd
-	srv.Env = envVars(e.Env)
-	return nil
+	return cliConfigErr(e.Resolve(name, srv))
 }
 
-// addHeaders adds headers to a remote server, each checked; a name given
-// again replaces the earlier value (flags come after the config file).
+// cliConfigErr makes an error of package mcpconfig the command's: a bad
+// header is a usage error, the rest config errors.
+func cliConfigErr(err error) error {
+	var he *mcpconfig.HeaderError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &he):
+		return usageErr("%v", he.Err)
+	default:
+		return configErr("%v", err)
+	}
+}
+
+// addHeaders adds headers to a remote server, each checked.
 func addHeaders(srv *runtime.Server, headers map[string]string, from string) error {
-	names := make([]string, 0, len(headers))
-	for n := range headers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if err := runtime.CheckHeader(n, headers[n]); err != nil {
-			return usageErr("%s: %v", from, err)
-		}
-		if srv.Header == nil {
-			srv.Header = http.Header{}
-		}
-		srv.Header.Set(n, headers[n])
-	}
-	return nil
+	return cliConfigErr(mcpconfig.AddHeaders(srv, headers, from))
 }
 
 // headerList is the --header values: the flag's, else SNODO_HEADER's (one
@@ -594,20 +509,7 @@ func headerList(v *viper.Viper) ([]string, string, error) {
 // headerFromFile names the config file's header list in errors.
 const headerFromFile = "header in the config file"
 
-// envVars turns an env map (a null value unsets) into changes, sorted by
-// name so that runs are reproducible.
-func envVars(m map[string]*string) []runtime.EnvVar {
-	out := make([]runtime.EnvVar, 0, len(m))
-	for k, val := range m {
-		if val == nil {
-			out = append(out, runtime.EnvVar{Name: k, Unset: true})
-		} else {
-			out = append(out, runtime.EnvVar{Name: k, Value: *val})
-		}
-	}
-	slices.SortFunc(out, func(a, b runtime.EnvVar) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
+var envVars = mcpconfig.EnvVars
 
 // resolveModules builds the handler, progress, subscriber and interceptor
 // modules from handler ([METHOD=]FILE…), progress, subscriber,
@@ -635,24 +537,10 @@ func resolveModules(v *viper.Viper, fc fileConfig, rc *runtime.Config, allowTrus
 			if ms.Trusted && !allowTrusted {
 				return mc, nil, configErr("modules.%s.trusted: module %s asks to run trusted, without interruption: one that loops cannot be stopped and can stall all of snodo-run; give --allow-trusted to allow it", name, name)
 			}
-			mc.Config, mc.SHA256, mc.Trusted = ms.Config, ms.SHA256, ms.Trusted
-			mc.MemoryLimit, mc.MaxOutput = ms.MemoryLimit, ms.MaxOutput
-			mc.Limits = wasm.Limits(ms.Limits)
-			if ms.Timeout != "" {
-				d, err := time.ParseDuration(ms.Timeout)
-				if err != nil {
-					return mc, nil, configErr("modules.%s.timeout must be a Go duration, not %q", name, ms.Timeout)
-				}
-				mc.Timeout = d
+			var err error
+			if methods, err = ms.Apply(name, &mc); err != nil {
+				return mc, nil, configErr("%v", err)
 			}
-			for _, m := range ms.Grants.Mounts {
-				if m.Host == "" {
-					return mc, nil, configErr("modules.%s.grants.mounts: a mount needs host", name)
-				}
-				mc.Grants.Mounts = append(mc.Grants.Mounts, runtime.Mount{HostDir: m.Host, GuestPath: m.Guest, ReadOnly: m.ReadOnly})
-			}
-			mc.Grants.Env, mc.Grants.Clock, mc.Grants.Random = ms.Grants.Env, ms.Grants.Clock, ms.Grants.Random
-			methods = ms.Methods
 		}
 		if raw, ok := configs[""]; ok {
 			mc.Config = raw

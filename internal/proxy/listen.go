@@ -78,16 +78,16 @@ func (p *Proxy) listen(ctx context.Context, hr *hostRequest) (json.RawMessage, e
 		if err != nil {
 			return nil, err
 		}
-		if params, ok := tagEvent(ev.Params, id); ok {
+		if params, ok := TagEvent(ev.Params, id); ok {
 			p.writeMsg(&jsonrpc.Notification{Method: ev.Method, Params: params})
 		}
 	}
 }
 
-// tagEvent returns an event's params with the host's subscription ID in
+// TagEvent returns an event's params with the host's subscription ID in
 // _meta in place of whatever the server put there; ok is false when the
 // params are not a JSON object (absent params are an empty object).
-func tagEvent(params json.RawMessage, id jsonrpc.ID) (json.RawMessage, bool) {
+func TagEvent(params json.RawMessage, id jsonrpc.ID) (json.RawMessage, bool) {
 	obj := map[string]json.RawMessage{}
 	if len(params) > 0 && string(params) != "null" {
 		if json.Unmarshal(params, &obj) != nil || obj == nil {

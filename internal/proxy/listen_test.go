@@ -133,15 +133,15 @@ func TestTagEvent(t *testing.T) {
 		`{"uri":"a","_meta":{"io.modelcontextprotocol/subscriptionId":99,"k":1}}`: `{"_meta":{"io.modelcontextprotocol/subscriptionId":"h","k":1},"uri":"a"}`,
 		`{"_meta":[1],"uri":"a"}`: `{"_meta":{"io.modelcontextprotocol/subscriptionId":"h"},"uri":"a"}`,
 	} {
-		got, ok := tagEvent(json.RawMessage(in), id)
+		got, ok := TagEvent(json.RawMessage(in), id)
 		if want == "" {
 			if ok {
-				t.Errorf("tagEvent(%s) = %s, want it dropped", in, got)
+				t.Errorf("TagEvent(%s) = %s, want it dropped", in, got)
 			}
 			continue
 		}
 		if !ok || string(got) != want {
-			t.Errorf("tagEvent(%s) = %s %v, want %s", in, got, ok, want)
+			t.Errorf("TagEvent(%s) = %s %v, want %s", in, got, ok, want)
 		}
 	}
 }
