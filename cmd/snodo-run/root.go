@@ -194,6 +194,7 @@ func (a *app) newRoot() *cobra.Command {
 	root.AddCommand(a.tasksCmd())
 	root.AddCommand(a.skillsCmd())
 	root.AddCommand(a.proxyCmd())
+	root.AddCommand(a.gatewayCmd())
 	root.AddCommand(a.shellCmd())
 	strictCommands(root)
 	return root
@@ -203,6 +204,16 @@ func (a *app) newRoot() *cobra.Command {
 func (a *app) prepare(cmd *cobra.Command, args []string) error {
 	if err := a.openOutputs(cmd); err != nil {
 		return err
+	}
+	if isGatewayCmd(cmd) {
+		// The gateway reads its own config file (gateway --config), not
+		// snodo-run's settings.
+		level := slog.LevelInfo
+		if v, _ := cmd.Flags().GetBool("verbose"); v {
+			level = slog.LevelDebug
+		}
+		a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+		return nil
 	}
 	if cmd.Name() == "version" || cmd.Name() == "help" || strings.HasPrefix(cmd.Name(), "__complete") ||
 		(cmd.Parent() != nil && cmd.Parent().Name() == "completion") || isGroup(cmd) {
