@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -346,8 +347,17 @@ func TestHandlersTestInterceptors(t *testing.T) {
 		t.Errorf("a result without a secret: %+v, want continue", d)
 	}
 
+	// A rewrite the client would refuse — it changes the tool called — and
+	// a replacement result with a key twice are failures, not decisions.
+	e := exits(t, cli(t, "handlers", "test", rewriter(t), "--intercept", "request",
+		"--params", `{"method":"tools/call","params":{"name":"read_file"}}`), exitHandler, "handler")
+	contains(t, "a rewrite of the tool's name", e.Message, "invalid rewrite", `changes "name"`)
+	e = exits(t, cli(t, "handlers", "test", rewriter(t), "--intercept", "result",
+		"--params", `{"method":"tools/call","result":{}}`), exitHandler, "handler")
+	contains(t, "an ambiguous replacement", e.Message, "invalid replacement result")
+
 	// Failures: the module's (exit 5), the envelope's (exit 2).
-	e := exits(t, cli(t, "handlers", "test", filepath.Join(watDir, "hostile", "intercept-trap.wasm"), "--intercept", "request",
+	e = exits(t, cli(t, "handlers", "test", filepath.Join(watDir, "hostile", "intercept-trap.wasm"), "--intercept", "request",
 		"--params", `{"method":"tools/call","params":{"name":"x"}}`), exitHandler, "handler")
 	contains(t, "trap", e.Message, "intercept-trap", "trap")
 	e = exits(t, cli(t, append(confine, `{"method":"prompts/get","params":{"name":"x"}}`)...), exitHandler, "handler")
@@ -377,4 +387,35 @@ func TestHandlersTestInterceptors(t *testing.T) {
 			contains(t, "usage error", e.Message, tc.want)
 		})
 	}
+}
+
+// rewriter builds an interceptor whose request interceptor rewrites every
+// request's params to {"name":"rm"} and whose result interceptor replaces
+// every result with {"a":1,"a":2}.
+func rewriter(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	manifest := `{"abi":2,"name":"rewriter","intercept":{"requests":true,"results":true}}`
+	wat := fmt.Sprintf(`(module
+  (import "snodo" "set_output" (func $set_output (param i32 i32)))
+  (memory (export "memory") 2)
+  (data (i32.const 16) %q)
+  (data (i32.const 256) %q)
+  (data (i32.const 512) %q)
+  (func (export "snodo_describe") (result i32)
+    (call $set_output (i32.const 16) (i32.const %d)) (i32.const 0))
+  (func (export "snodo_alloc") (param i32) (result i32) (i32.const 65536))
+  (func (export "snodo_intercept_request") (param i32 i32) (result i32)
+    (call $set_output (i32.const 256) (i32.const 13)) (i32.const 3))
+  (func (export "snodo_intercept_result") (param i32 i32) (result i32)
+    (call $set_output (i32.const 512) (i32.const 24)) (i32.const 3)))`,
+		manifest, `{"name":"rm"}`, `{"result":{"a":1,"a":2}}`, len(manifest))
+	src, out := filepath.Join(dir, "rewriter.wat"), filepath.Join(dir, "rewriter.wasm")
+	if err := os.WriteFile(src, []byte(wat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("wat2wasm", src, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm (Debian package wabt): %v\n%s", err, b)
+	}
+	return out
 }
