@@ -510,9 +510,9 @@ what is missing or wrong, with exit code 5.`,
 			return a.print(rep)
 		},
 	}
-	var method, params string
+	var method, params, intercepts string
 	test := &cobra.Command{
-		Use:   "test FILE.wasm --method METHOD --params JSON|@FILE",
+		Use:   "test FILE.wasm (--method METHOD | --intercept request|result) --params JSON|@FILE",
 		Short: "Run one input through a module, without a server: the handler author's inner loop",
 		Long: `test loads the module and gives it one input: a request (--method
 elicitation/create, sampling/createMessage or roots/list, with the request's
@@ -520,13 +520,32 @@ params), a progress notification (--method progress, with its params), or a
 subscription event (--method notifications/…). It prints the module's result
 ({"stop": …} for a consumer); a module error or crash, and a progress
 consumer's request to cancel, are reported as errors with exit code 5.
---handler-config gives the module its configuration.`,
+--handler-config gives the module its configuration.
+
+With --intercept request or --intercept result (instead of --method), it runs
+the module's request or result interceptor (ABI version 2) on one envelope,
+given with --params: {"method":…,"params":{…},"server":…,"caller":…,
+"era":"modern","protocolVersion":…}, and for a result also "result" (the
+server's result object) or "error" (its JSON-RPC error object). It prints the
+decision as the client would act on it: {"decision":"continue"},
+{"decision":"deny","error":{…}} (the module's reason, if it gave one),
+{"decision":"rewrite","params":{…}} or {"decision":"replace","result":{…}}
+(or "error"), with exit code 0 whatever the decision. A module that fails
+(traps, overruns its deadline, answers an invalid decision or a rewrite the
+client would refuse), or that does not intercept the method, is an error
+with exit code 5; an envelope that is not one is a usage error (exit 2).`,
 		Example: `  snodo-run handlers test elicit.wasm --method elicitation/create \
-    --params '{"mode":"form","message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"Ada"}}}}'`,
+    --params '{"mode":"form","message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"Ada"}}}}'
+  snodo-run handlers test tool-guard.wasm --intercept request \
+    --params '{"method":"tools/call","params":{"name":"delete_everything"}}'
+  snodo-run handlers test redact-secrets.wasm --intercept result --params @-  < envelope.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if intercepts != "" {
+				return a.testInterceptor(args[0], method, intercepts, params)
+			}
 			if method == "" {
-				return usageErr("handlers test wants --method")
+				return usageErr("handlers test wants --method (a handler's input) or --intercept request|result (an interceptor's)")
 			}
 			raw := json.RawMessage(`{}`)
 			if params != "" {
@@ -554,13 +573,52 @@ consumer's request to cancel, are reported as errors with exit code 5.
 		},
 	}
 	test.Flags().StringVar(&method, "method", "", "elicitation/create, sampling/createMessage, roots/list, progress, or notifications/…")
-	test.Flags().StringVar(&params, "params", "", "the input's params: JSON, or @FILE (@- for stdin)")
+	test.Flags().StringVar(&params, "params", "", "the input's params (with --intercept, the interceptor's envelope): JSON, or @FILE (@- for stdin)")
+	test.Flags().StringVar(&intercepts, "intercept", "", "run the module's interceptor instead of a handler: request or result")
 	h.AddCommand(check, test, a.handlersNewCmd())
 	return h
 }
 
 // moduleFor is the module config of a file given on the command line,
 // with its settings from the config file and --handler-config.
+// testInterceptor is `handlers test --intercept request|result`.
+func (a *app) testInterceptor(path, method, which, envelope string) error {
+	var results bool
+	switch which {
+	case "request":
+	case "result":
+		results = true
+	default:
+		return usageErr("--intercept must be request or result, not %q", which)
+	}
+	if method != "" {
+		return usageErr("--intercept takes the method from the envelope's \"method\", not --method")
+	}
+	if envelope == "" {
+		return usageErr(`--intercept %s wants the envelope in --params (JSON, @FILE or @- for stdin), e.g. --params '{"method":"tools/call","params":{"name":"x"}}'`, which)
+	}
+	raw, err := jsonArg(envelope)
+	if err != nil {
+		return usageErr("--params: %v", err)
+	}
+	mc, err := a.moduleFor(path)
+	if err != nil {
+		return err
+	}
+	dec, err := runtime.TestInterceptor(a.ctx, mc, a.settings.runner.CacheDir, results, raw)
+	if err != nil {
+		if a.ctx.Err() != nil {
+			return interruptedCall(a.ctx, err)
+		}
+		var ee *runtime.EnvelopeError
+		if errors.As(err, &ee) {
+			return usageErr("--params: %v", err)
+		}
+		return moduleErr(err)
+	}
+	return a.print(dec)
+}
+
 func (a *app) moduleFor(path string) (runtime.ModuleConfig, error) {
 	for _, h := range a.settings.runner.Handlers {
 		if h.Path == path {

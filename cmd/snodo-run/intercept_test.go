@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,4 +279,143 @@ func TestInterceptorThatInterceptsNothingIsRefused(t *testing.T) {
 	if !strings.Contains(e.Message, `the module intercepts nothing (its manifest lacks "intercept", which needs "abi": 2)`) {
 		t.Fatalf("%+v", e)
 	}
+}
+
+// "handlers test FILE.wasm --intercept request|result --params ENVELOPE":
+// a module's interceptor run on one envelope without a server, its decision
+// printed as the client would act on it (continue, deny with the module's
+// reason, rewrite with the checked params, replace with the new result),
+// exit 0 whatever it decided; a module that fails or does not intercept the
+// method exits 5, an envelope that is not one exits 2.
+func TestHandlersTestInterceptors(t *testing.T) {
+	type decision struct {
+		Decision string
+		Params   map[string]any
+		Result   json.RawMessage
+		Error    *struct {
+			Code    int64
+			Message string
+		}
+	}
+	decide := func(r result) decision {
+		t.Helper()
+		var d decision
+		if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+			t.Fatalf("stdout is not a decision: %v\n%s", err, r.stdout)
+		}
+		return d
+	}
+	confine := []string{"--handler-config", `{"prefix":"/srv/data"}`, "handlers", "test", confineWasm, "--intercept", "request", "--params"}
+	call := func(path string) string {
+		return `{"method":"tools/call","params":{"name":"read_file","arguments":{"path":"` + path + `"}},"server":"fs","era":"modern","protocolVersion":"2025-11-25"}`
+	}
+	if d := decide(ok(t, cli(t, append(confine, call("/srv/data/a.txt"))...))); d.Decision != "continue" || d.Params != nil || d.Error != nil {
+		t.Errorf("a path inside: %+v, want continue", d)
+	}
+	d := decide(ok(t, cli(t, append(confine, call("../../etc/passwd"))...)))
+	if d.Decision != "deny" || d.Error == nil || d.Error.Code != -32602 || !strings.Contains(d.Error.Message, "/etc/passwd") {
+		t.Errorf("a path outside: %+v, want deny naming the path", d)
+	}
+	d = decide(ok(t, cli(t, append(confine, call("sub/./b.txt"))...)))
+	if args, _ := d.Params["arguments"].(map[string]any); d.Decision != "rewrite" || d.Params["name"] != "read_file" || args["path"] != "/srv/data/sub/b.txt" {
+		t.Errorf("a relative path: %+v, want a rewrite to /srv/data/sub/b.txt", d)
+	}
+	// The envelope on stdin (@-) and in a file (@FILE).
+	r := ok(t, cliWith(t, runOpts{stdin: call("/srv/data/x")}, append(confine, "@-")...))
+	if d := decide(r); d.Decision != "continue" {
+		t.Errorf("envelope on stdin: %+v, want continue", d)
+	}
+	file := filepath.Join(t.TempDir(), "envelope.json")
+	if err := os.WriteFile(file, []byte(call("/etc/shadow")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide(ok(t, cli(t, append(confine, "@"+file)...))); d.Decision != "deny" {
+		t.Errorf("envelope in a file: %+v, want deny", d)
+	}
+
+	redact := []string{"handlers", "test", redactWasm, "--intercept", "result", "--params"}
+	secret := "sk-" + strings.Repeat("a1", 12)
+	d = decide(ok(t, cli(t, append(redact, `{"method":"tools/call","params":{"name":"x"},"result":{"content":[{"type":"text","text":"key `+secret+`"}]}}`)...)))
+	if d.Decision != "replace" || !strings.Contains(string(d.Result), "[REDACTED]") || strings.Contains(string(d.Result), secret) {
+		t.Errorf("a result with a secret: %+v, want it replaced, redacted", d)
+	}
+	d = decide(ok(t, cli(t, append(redact, `{"method":"tools/call","params":{"name":"x"},"error":{"code":-32000,"message":"bad key `+secret+`"}}`)...)))
+	if d.Decision != "replace" || d.Error == nil || d.Error.Code != -32000 || strings.Contains(d.Error.Message, secret) {
+		t.Errorf("an error with a secret: %+v, want the error replaced, redacted", d)
+	}
+	if d := decide(ok(t, cli(t, append(redact, `{"method":"tools/call","result":{"content":[]}}`)...))); d.Decision != "continue" {
+		t.Errorf("a result without a secret: %+v, want continue", d)
+	}
+
+	// A rewrite the client would refuse — it changes the tool called — and
+	// a replacement result with a key twice are failures, not decisions.
+	e := exits(t, cli(t, "handlers", "test", rewriter(t), "--intercept", "request",
+		"--params", `{"method":"tools/call","params":{"name":"read_file"}}`), exitHandler, "handler")
+	contains(t, "a rewrite of the tool's name", e.Message, "invalid rewrite", `changes "name"`)
+	e = exits(t, cli(t, "handlers", "test", rewriter(t), "--intercept", "result",
+		"--params", `{"method":"tools/call","result":{}}`), exitHandler, "handler")
+	contains(t, "an ambiguous replacement", e.Message, "invalid replacement result")
+
+	// Failures: the module's (exit 5), the envelope's (exit 2).
+	e = exits(t, cli(t, "handlers", "test", filepath.Join(watDir, "hostile", "intercept-trap.wasm"), "--intercept", "request",
+		"--params", `{"method":"tools/call","params":{"name":"x"}}`), exitHandler, "handler")
+	contains(t, "trap", e.Message, "intercept-trap", "trap")
+	e = exits(t, cli(t, append(confine, `{"method":"prompts/get","params":{"name":"x"}}`)...), exitHandler, "handler")
+	contains(t, "a method it does not intercept", e.Message, "does not intercept the requests of prompts/get")
+	e = exits(t, cli(t, "handlers", "test", redactWasm, "--intercept", "request", "--params", `{"method":"tools/call"}`), exitHandler, "handler")
+	contains(t, "no request interceptor", e.Message, "does not intercept the requests of tools/call")
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no method":          {append(confine, `{"params":{}}`), `"method" is missing`},
+		"params not object":  {append(confine, `{"method":"tools/call","params":[1]}`), `"params" must be a JSON object`},
+		"unknown member":     {append(confine, `{"method":"tools/call","parms":{}}`), `unknown field "parms"`},
+		"duplicate key":      {append(confine, `{"method":"tools/call","method":"prompts/get"}`), "method"},
+		"result in request":  {append(confine, `{"method":"tools/call","result":{}}`), "--intercept result"},
+		"result and error":   {append(redact, `{"method":"tools/call","result":{},"error":{"code":1,"message":"x"}}`), "exactly one of"},
+		"neither":            {append(redact, `{"method":"tools/call"}`), "exactly one of"},
+		"error without code": {append(redact, `{"method":"tools/call","error":{"message":"x"}}`), "code or message missing"},
+		"bad era":            {append(confine, `{"method":"tools/call","era":"future"}`), `"era" must be`},
+		"not JSON":           {append(confine, `{nope`), "--params"},
+		"no envelope":        {[]string{"handlers", "test", confineWasm, "--intercept", "request"}, "wants the envelope in --params"},
+		"bad --intercept":    {[]string{"handlers", "test", confineWasm, "--intercept", "requests", "--params", "{}"}, "request or result"},
+		"--method as well":   {[]string{"handlers", "test", confineWasm, "--intercept", "request", "--method", "tools/call", "--params", "{}"}, "not --method"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := exits(t, cli(t, tc.args...), exitUsage, "usage")
+			contains(t, "usage error", e.Message, tc.want)
+		})
+	}
+}
+
+// rewriter builds an interceptor whose request interceptor rewrites every
+// request's params to {"name":"rm"} and whose result interceptor replaces
+// every result with {"a":1,"a":2}.
+func rewriter(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	manifest := `{"abi":2,"name":"rewriter","intercept":{"requests":true,"results":true}}`
+	wat := fmt.Sprintf(`(module
+  (import "snodo" "set_output" (func $set_output (param i32 i32)))
+  (memory (export "memory") 2)
+  (data (i32.const 16) %q)
+  (data (i32.const 256) %q)
+  (data (i32.const 512) %q)
+  (func (export "snodo_describe") (result i32)
+    (call $set_output (i32.const 16) (i32.const %d)) (i32.const 0))
+  (func (export "snodo_alloc") (param i32) (result i32) (i32.const 65536))
+  (func (export "snodo_intercept_request") (param i32 i32) (result i32)
+    (call $set_output (i32.const 256) (i32.const 13)) (i32.const 3))
+  (func (export "snodo_intercept_result") (param i32 i32) (result i32)
+    (call $set_output (i32.const 512) (i32.const 24)) (i32.const 3)))`,
+		manifest, `{"name":"rm"}`, `{"result":{"a":1,"a":2}}`, len(manifest))
+	src, out := filepath.Join(dir, "rewriter.wat"), filepath.Join(dir, "rewriter.wasm")
+	if err := os.WriteFile(src, []byte(wat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("wat2wasm", src, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm (Debian package wabt): %v\n%s", err, b)
+	}
+	return out
 }
