@@ -329,14 +329,6 @@ func appendAskModern(b []byte, id, params, q []byte) []byte {
 	return appendText(b, true, id, append([]byte(`"answer:`), answer[1:]...))
 }
 
-// result replies with {members}, adding resultType in the modern era unless
-// members already has it.
-func (s *server) result(id []byte, members string) {
-	s.mu.Lock()
-	s.buf = appendResult(s.buf, s.modern, id, members)
-	s.mu.Unlock()
-}
-
 func appendResult(b []byte, modern bool, id []byte, members string) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
