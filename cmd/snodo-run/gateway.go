@@ -81,6 +81,8 @@ func (a *app) hashTokenCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "hash-token [TOKEN]",
 		Short: "Print the tokenSha256 of a bearer token for the gateway's identities (reads the token from stdin when not given)",
+		Example: `  snodo-run gateway hash-token "$TOKEN"
+  printf '%s\n' "$TOKEN" | snodo-run gateway hash-token`,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok := ""
