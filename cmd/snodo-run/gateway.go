@@ -83,7 +83,7 @@ func (a *app) hashTokenCmd() *cobra.Command {
 		Short: "Print the tokenSha256 of a bearer token for the gateway's identities (reads the token from stdin when not given)",
 		Example: `  snodo-run gateway hash-token "$TOKEN"
   printf '%s\n' "$TOKEN" | snodo-run gateway hash-token`,
-		Args:  cobra.MaximumNArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok := ""
 			if len(args) == 1 {
