@@ -22,13 +22,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +42,24 @@ import (
 )
 
 var bin string // directory of the built servers
+
+var heapProfile = flag.String("scale.heapprofile", "",
+	"write a heap profile to `FILE.NAME` (the benchmark's name appended) when the connections are open and idle, for go tool pprof -sample_index=inuse_space")
+
+// writeHeapProfile writes the heap profile -scale.heapprofile asks for.
+func writeHeapProfile(tb testing.TB) {
+	if *heapProfile == "" {
+		return
+	}
+	f, err := os.Create(*heapProfile + "." + strings.NewReplacer("/", "_", "=", "").Replace(tb.Name()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		tb.Fatal(err)
+	}
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "snodo-scale-")
@@ -93,6 +114,8 @@ func perConn(before, after mem, n int) (heap, stack, rss float64) {
 	return d(after.heap, before.heap), d(after.stack, before.stack), d(after.rss, before.rss)
 }
 
+// report reports the memory per connection; it is called after b.Loop,
+// which would clear metrics reported before it.
 func report(b *testing.B, before, after mem, n int) {
 	heap, stack, rss := perConn(before, after, n)
 	b.ReportMetric(heap, "heap-B/conn")
@@ -179,6 +202,7 @@ func connectAll(tb testing.TB, n int, dial func(testing.TB, context.Context) *sn
 	}
 	callAll(tb, ctx, clients)
 	after := readMem()
+	writeHeapProfile(tb)
 	return clients, before, after
 }
 
@@ -218,8 +242,8 @@ func BenchmarkScaleStdio(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("conns=%d", n), func(b *testing.B) {
 			clients, before, after := connectAll(b, n, connectStdio)
-			report(b, before, after, n)
 			benchCalls(b, clients)
+			report(b, before, after, n)
 		})
 	}
 }
@@ -231,8 +255,8 @@ func BenchmarkScaleHTTP(b *testing.B) {
 			clients, before, after := connectAll(b, n, func(tb testing.TB, ctx context.Context) *snodo.Client {
 				return connectHTTP(tb, ctx, url)
 			})
-			report(b, before, after, n)
 			benchCalls(b, clients)
+			report(b, before, after, n)
 		})
 	}
 }
@@ -263,7 +287,9 @@ func listenAll(tb testing.TB, c *snodo.Client, n int) (mem, mem) {
 			tb.Fatal(ctx.Err())
 		}
 	}
-	return before, readMem()
+	after := readMem()
+	writeHeapProfile(tb)
+	return before, after
 }
 
 // BenchmarkScaleListen holds 10,000 open subscriptions/listen streams on
@@ -275,8 +301,8 @@ func BenchmarkScaleListen(b *testing.B) {
 	b.Cleanup(func() { c.Close() })
 	const n = 10000
 	before, after := listenAll(b, c, n)
-	report(b, before, after, n)
 	benchCalls(b, []*snodo.Client{c})
+	report(b, before, after, n)
 }
 
 // TestScaleSmoke runs the benchmarks' code at small N: it connects, calls
