@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	nethttp "net/http"
+	"strings"
 	"sync"
 
 	"github.com/snodo/snodo/internal/admit"
@@ -42,7 +43,7 @@ func (b *base) init(cfg Config) {
 	b.answers = make(chan struct{}, 2*admit.DefaultLimit)
 	b.done = make(chan struct{})
 	b.core.Init(admit.Serve(cfg.OnServerRequest, admit.New(0)), cfg.OnNotification)
-	b.client, b.own = clientFor(cfg.HTTPClient)
+	b.client, b.own = clientFor(cfg.HTTPClient, strings.EqualFold(cfg.URL[:min(len(cfg.URL), 5)], "http:"))
 	b.life, b.stopLife = context.WithCancelCause(context.Background())
 }
 

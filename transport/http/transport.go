@@ -29,6 +29,12 @@ const DefaultMaxMessageBytes = jsonrpc.DefaultMaxLineBytes
 // dozens of callers a client usually has.
 const maxIdleConnsPerHost = 256
 
+// The buffers of each connection of the transport's own client.
+const (
+	ownReadBufferSize  = 1 << 10
+	ownWriteBufferSize = 2 << 10
+)
+
 // ErrClosed is the cause of the error of requests that fail because the
 // transport was closed.
 var ErrClosed = errors.New("http: transport closed")
@@ -153,11 +159,21 @@ func (cfg Config) check() (*url.URL, error) {
 // clientFor returns the client that sends a transport's requests, given
 // Config.HTTPClient: a copy of it whose redirects stay within the origin,
 // or when nil a client of Snodo's own, with its transport (own), whose
-// idle connections are closed with the transport.
-func clientFor(given *nethttp.Client) (client *nethttp.Client, own *nethttp.Transport) {
+// idle connections are closed with the transport; plain says the endpoint
+// is http, not https.
+func clientFor(given *nethttp.Client, plain bool) (client *nethttp.Client, own *nethttp.Transport) {
 	if given == nil {
 		own = nethttp.DefaultTransport.(*nethttp.Transport).Clone()
-		own.ForceAttemptHTTP2 = true
+		// HTTP/2 is negotiated over TLS only; to a plain http endpoint
+		// (which redirects cannot leave, see CheckRedirect) its set-up
+		// would be a cost each transport pays for nothing.
+		own.ForceAttemptHTTP2 = !plain
+		// Each kept connection holds a read and a write buffer for its
+		// whole life: 1 and 2 KiB instead of net/http's 4 and 4 hold an
+		// MCP request's headers and a small message, and larger bodies
+		// go around the buffers, so an idle session costs 5 KiB less.
+		own.ReadBufferSize = ownReadBufferSize
+		own.WriteBufferSize = ownWriteBufferSize
 		// Concurrent requests to one endpoint keep their connections: one
 		// endpoint is one host, so the total is the per-host bound.
 		own.MaxIdleConnsPerHost = maxIdleConnsPerHost

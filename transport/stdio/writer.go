@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -302,10 +303,12 @@ func (f *fastWrite) do(fd uintptr) bool {
 // that does not read stay in the queue, where their senders can withdraw
 // them.
 func (c *Conn) writeLoop() {
-	var (
-		batch []*outMsg
-		buf   = make([]byte, 0, batchBytes)
-	)
+	// buf is made on the first join, on the heap, as large as that
+	// needs: made here at batchBytes, it would sit in the goroutine's
+	// stack, which would grow to 128 KiB on every connection, idle ones
+	// too.
+	var batch []*outMsg
+	var buf []byte
 	for {
 		select {
 		case <-c.out.ready:
@@ -325,7 +328,11 @@ func (c *Conn) writeLoop() {
 			// joined in buf.
 			b := batch[0].data
 			if len(batch) > 1 {
-				buf = buf[:0]
+				size := 0
+				for _, m := range batch {
+					size += len(m.data)
+				}
+				buf = slices.Grow(buf[:0], size)
 				for _, m := range batch {
 					buf = append(buf, m.data...)
 				}
