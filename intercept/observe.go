@@ -20,6 +20,8 @@ type Event struct {
 	Err    error
 	// Message is a denial's or a replacement error's message.
 	Message string
+	// Caller is who made the request (Request.Caller), or "".
+	Caller string
 }
 
 // Observe returns i reporting each of its decisions other than Continue,
@@ -34,11 +36,11 @@ type observed struct {
 	f func(Event)
 }
 
-func (o *observed) report(method string, results bool, d Decision, err error) {
+func (o *observed) report(method, caller string, results bool, d Decision, err error) {
 	if err == nil && d.Action == Continue {
 		return
 	}
-	e := Event{Interceptor: o.Name(), Method: method, Results: results, Action: d.Action, Err: err}
+	e := Event{Interceptor: o.Name(), Method: method, Caller: caller, Results: results, Action: d.Action, Err: err}
 	if err != nil {
 		e.Action = Continue
 	}
@@ -50,13 +52,13 @@ func (o *observed) report(method string, results bool, d Decision, err error) {
 
 func (o *observed) InterceptRequest(ctx context.Context, r *Request) (Decision, error) {
 	d, err := o.i.InterceptRequest(ctx, r)
-	o.report(r.Method, false, d, err)
+	o.report(r.Method, r.Caller, false, d, err)
 	return d, err
 }
 
 func (o *observed) InterceptResult(ctx context.Context, r *Result) (Decision, error) {
 	d, err := o.i.InterceptResult(ctx, r)
-	o.report(r.Method, true, d, err)
+	o.report(r.Method, r.Caller, true, d, err)
 	return d, err
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/gateway"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -226,6 +227,10 @@ func (b *backend) request(ctx context.Context, r *gateway.Request, method, targe
 		b.mu.Unlock()
 	}()
 	ctx = context.WithValue(ctx, callKey{}, c)
+	if r.Identity != nil {
+		// The server's interceptors see which host identity asked.
+		ctx = intercept.WithCaller(ctx, r.Identity.Name)
+	}
 	var res json.RawMessage
 	res, err = rt.Client().Request(ctx, method, params, opts...)
 	return res, err

@@ -18,6 +18,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/gateway"
 	"github.com/snodo/snodo/internal/mcpconfig"
 	"github.com/snodo/snodo/jsonrpc"
@@ -245,6 +246,7 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 		})
 	}
 	cfg.OnNotification = func(method string, params json.RawMessage) { h.onNotification(name, method, params) }
+	cfg.OnIntercept = func(e intercept.Event) { h.auditIntercept(name, e) }
 	return cfg, nil
 }
 
@@ -351,4 +353,28 @@ func invalidParams(format string, args ...any) *jsonrpc.Error {
 // jitter spreads d by ±20 %.
 func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// auditIntercept records one decision of an interceptor module of server
+// other than letting things through: a deny, rewrite or replace, or a
+// failure (the call then failed closed). The interceptor's caller is the
+// host identity (backend.request puts it in the call's context).
+func (h *Hub) auditIntercept(server string, e intercept.Event) {
+	rec := gateway.AuditRecord{Time: time.Now().UTC(), Direction: "interceptor", Server: server, Method: e.Method,
+		Module: e.Interceptor, Identity: e.Caller, Decision: e.Action.String()}
+	phase := "request"
+	if e.Results {
+		phase = "result"
+	}
+	switch {
+	case e.Err != nil:
+		rec.Decision, rec.Reason = "fail", phase+": "+e.Err.Error()
+	case e.Action == intercept.Deny:
+		rec.Decision, rec.Reason, rec.ErrorCode = "deny", phase+": "+e.Message, intercept.CodeDenied
+	default:
+		rec.Reason = phase
+	}
+	if h.opts.Auditor != nil {
+		h.opts.Auditor.Audit(rec)
+	}
 }
