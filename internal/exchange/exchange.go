@@ -320,6 +320,17 @@ func (ex *Exchange) Ask(ctx context.Context, method string, params json.RawMessa
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
+		if ex.ctx.Err() != nil {
+			// The exchange ended (the host did not retry in time, went
+			// away, or cancelled): the call is being cancelled. Its
+			// cancellation reaches the server before this refusal, so
+			// that the server learns its call is cancelled rather than
+			// end the call on the refusal first.
+			select {
+			case <-ex.done:
+			case <-ctx.Done():
+			}
+		}
 		return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("%s: the host request that was to carry it ended, or the host closed the connection", method)}
 	}
