@@ -10,6 +10,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
+	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/internal/gateway"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -43,6 +44,7 @@ type backend struct {
 // call is one host request in flight to a backend.
 type call struct {
 	req *gateway.Request
+	ex  *exchange.Exchange // the call held open for a 2026-07-28 host (heldCall), or nil
 }
 
 type callKey struct{}
@@ -211,7 +213,7 @@ func (b *backend) request(ctx context.Context, r *gateway.Request, method, targe
 		ctx, end = h.opts.Telemetry.ClientSpan(ctx, method, target, b.name)
 		defer func() { end(err) }()
 	}
-	c := &call{req: r}
+	c := &call{req: r, ex: exchange.FromContext(ctx)}
 	b.mu.Lock()
 	b.calls = append(b.calls, c)
 	b.mu.Unlock()
@@ -278,19 +280,10 @@ func (b *backend) serverRequest(ctx context.Context, method string, params json.
 		}
 		return r.Ask(ctx, method, params)
 	case r.Modern:
-		rec.Decision = "deny"
-		return b.hub.askModern(ctx, r, b.name, method, params)
+		return b.hub.askModern(ctx, c, b.name, method, params, &rec)
 	}
 	rec.Decision = "deny"
 	return nil, noHandler(b.name, method, "and the host cannot be asked")
-}
-
-// askModern answers the request of a server that does not carry it as
-// input of a 2026-07-28 call (a legacy server) for a 2026-07-28 host: such
-// a host can only be asked through an input_required result of a
-// 2026-07-28 server's call (multiRound), so it is refused.
-func (h *Hub) askModern(_ context.Context, _ *gateway.Request, server, method string, _ json.RawMessage) (json.RawMessage, error) {
-	return nil, noHandler(server, method, "and a 2026-07-28 host can be asked only for a 2026-07-28 server's input, in an input_required result")
 }
 
 func noHandler(server, method, why string) *jsonrpc.Error {
