@@ -49,6 +49,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snodo/snodo/jsonrpc"
@@ -130,6 +131,8 @@ type Exchange struct {
 	done   chan struct{}   // closed when the call has ended
 	res    json.RawMessage // the call's outcome, set before done is closed
 	err    error
+
+	waiting atomic.Int32 // inputs asked (Ask) and not yet answered
 
 	mu       sync.Mutex
 	host     any  // the host request attached last, as the caller describes it
@@ -315,6 +318,8 @@ func (ex *Exchange) resume(host any, responses map[string]json.RawMessage) bool 
 // answer, until ctx (the server's request) ends, the exchange ends, or no
 // retry can come (Config.Gone).
 func (ex *Exchange) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	ex.waiting.Add(1)
+	defer ex.waiting.Add(-1)
 	in := &input{method: method, params: params, answer: make(chan json.RawMessage, 1)}
 	ended := func() error {
 		if ctx.Err() != nil {
@@ -354,6 +359,10 @@ func (ex *Exchange) Ask(ctx context.Context, method string, params json.RawMessa
 		return nil, ended()
 	}
 }
+
+// Waiting reports whether an input asked of the exchange waits for the
+// host's answer.
+func (ex *Exchange) Waiting() bool { return ex.waiting.Load() > 0 }
 
 // Oldest returns the oldest exchange whose call is running, or nil.
 func (t *Table) Oldest() *Exchange {
@@ -415,6 +424,19 @@ func (t *Table) dropIf(cause error, f func(*Exchange) bool) {
 	for _, ex := range drop {
 		t.drop(ex, cause)
 	}
+}
+
+// Owned returns the number of exchanges in progress started by owner.
+func (t *Table) Owned(owner string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, ex := range t.m {
+		if ex.bind.Owner == owner {
+			n++
+		}
+	}
+	return n
 }
 
 // Len returns the number of exchanges in progress.

@@ -233,10 +233,13 @@ func (b *backend) request(ctx context.Context, r *gateway.Request, method, targe
 	return res, err
 }
 
-// oldestCall is the oldest host request in flight to the backend;
-// ambiguous when requests of more than one host (identity and session)
-// are in flight: a request a server sends without naming its call must
-// not reach a host other than the one that caused it.
+// oldestCall is the oldest host request in flight to the backend, but
+// for a call held open for a 2026-07-28 host that waits for its host's
+// answer to a request of the server (a server asks one thing at a time in
+// a call) while another does not; ambiguous when requests of more than
+// one host (identity and session) are in flight: a request a server sends
+// without naming its call must not reach a host other than the one that
+// caused it.
 func (b *backend) oldestCall() (c *call, ambiguous bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -244,7 +247,13 @@ func (b *backend) oldestCall() (c *call, ambiguous bool) {
 		return nil, false
 	}
 	c = b.calls[0]
-	for _, x := range b.calls[1:] {
+	for _, x := range b.calls {
+		if x.ex == nil || !x.ex.Waiting() {
+			c = x
+			break
+		}
+	}
+	for _, x := range b.calls {
 		if identityName(x.req.Identity) != identityName(c.req.Identity) || x.req.Session != c.req.Session {
 			return nil, true
 		}

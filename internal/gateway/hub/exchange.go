@@ -10,11 +10,15 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/jsonrpc"
 )
 
 // exchangePrefix starts the requestState of a call held open on a legacy
 // server (package exchange): it tells it apart from a sealed one (mrtr).
 const exchangePrefix = "snodo-gateway-held:"
+
+// defaultMaxHeldCalls is Options.MaxHeldCalls' default.
+const defaultMaxHeldCalls = 64
 
 // exchangeHost describes the host request attached to an exchange last.
 type exchangeHost struct {
@@ -76,6 +80,13 @@ func (h *Hub) heldCall(ctx context.Context, r *gateway.Request, b *backend, targ
 				"this replica holds no such call (the retry reached another replica, came too late, or does not match)", b.name, h.exchangeTimeout)
 		}
 	} else {
+		owner := identityName(r.Identity)
+		h.heldMu.Lock()
+		if n := h.exchanges.Owned(owner); n >= h.opts.MaxHeldCalls {
+			h.heldMu.Unlock()
+			return nil, &jsonrpc.Error{Code: gateway.CodeRateLimited, Message: fmt.Sprintf(
+				"this identity already holds %d calls open on legacy servers, waiting for its retries, the most the gateway keeps: retry those with their requestState (each is cancelled %v after its input_required result if not retried), then send this request again", n, h.exchangeTimeout)}
+		}
 		// The call outlives the host request that starts it, not the
 		// values of its context (its trace, for the client span).
 		ex = h.exchanges.Start(context.WithoutCancel(ctx), bind, host, func(ctx context.Context) (json.RawMessage, error) {
@@ -98,6 +109,7 @@ func (h *Hub) heldCall(ctx context.Context, r *gateway.Request, b *backend, targ
 			}
 			return b.request(ctx, r, r.Method, target, sent, opts...)
 		})
+		h.heldMu.Unlock()
 	}
 	res, _, err := ex.Await(ctx)
 	return res, err

@@ -201,3 +201,42 @@ func elicitServer() {
 		}
 	}
 }
+
+// A host cannot pile up calls held open on a legacy server by never
+// retrying: past Options.MaxHeldCalls for its identity a new one is
+// refused with -32029, and other identities are not affected. Two calls
+// of one host held open on one legacy server over stdio (which does not
+// say which call it asks for) each get their own server request: a call
+// waiting for its host's answer is not given another.
+func TestHeldCallsAreBoundedPerIdentity(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"old": demo("legacy"), "two": demo("legacy")}}, Options{MaxHeldCalls: 2})
+	var keys, states []string
+	for i := range 2 {
+		res, err := handle(t, h, modernCall("alice", "old__register", map[string]any{}, nil))
+		if err != nil {
+			t.Fatalf("held call %d: %v", i, err)
+		}
+		key, _, state := inputRequired(t, res)
+		keys, states = append(keys, key), append(states, state)
+	}
+	_, err := handle(t, h, modernCall("alice", "old__register", map[string]any{}, nil))
+	if code(err) != gateway.CodeRateLimited || !strings.Contains(err.Error(), "already holds 2 calls open") {
+		t.Errorf("a third held call of alice: %v, want -32029", err)
+	}
+	res, err := handle(t, h, modernCall("bob", "two__register", map[string]any{}, nil))
+	if err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	inputRequired(t, res)
+	if n := h.exchanges.Len(); n != 3 {
+		t.Errorf("%d calls held, want 3", n)
+	}
+	for _, i := range []int{1, 0} {
+		name := fmt.Sprintf("call-%d", i)
+		res, err := handle(t, h, modernCall("alice", "old__register", map[string]any{}, map[string]any{"requestState": states[i],
+			"inputResponses": map[string]any{keys[i]: map[string]any{"action": "accept", "content": map[string]any{"name": name}}}}))
+		if err != nil || !strings.Contains(toolText(t, res), "registered "+name) {
+			t.Errorf("retry of held call %d: %v %v", i, res, err)
+		}
+	}
+}

@@ -50,6 +50,10 @@ type Options struct {
 	// 2026-07-28 host's input (see the package doc) waits for the host's
 	// retry before it is cancelled on the server (default 5 minutes).
 	ResumeTimeout time.Duration
+	// MaxHeldCalls is the most such calls one identity (or the anonymous
+	// hosts together) may hold open at once (default 64); past it a new
+	// one is refused with -32029.
+	MaxHeldCalls int
 }
 
 // serverEntry is one mcpServers entry: the desktop-host shape and the
@@ -79,6 +83,7 @@ type Hub struct {
 	// hosts, by requestState.
 	exchanges       *exchange.Table
 	exchangeTimeout time.Duration
+	heldMu          sync.Mutex // serializes the bound on held calls and their start
 
 	mu       sync.Mutex
 	watchers map[*watcher]struct{}
@@ -130,6 +135,9 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Hub, er
 	h.exchangeTimeout = opts.ResumeTimeout
 	if h.exchangeTimeout <= 0 {
 		h.exchangeTimeout = exchange.DefaultResumeTimeout
+	}
+	if h.opts.MaxHeldCalls <= 0 {
+		h.opts.MaxHeldCalls = defaultMaxHeldCalls
 	}
 	h.exchanges = exchange.NewTable(exchange.Config{Prefix: exchangePrefix, ResumeTimeout: h.exchangeTimeout})
 	for name, e := range servers {
