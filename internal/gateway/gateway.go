@@ -97,7 +97,8 @@ type Hub interface {
 	// completion/complete, logging/setLevel. Its result is the host's
 	// response (for a 2026-07-28 request it may be an input_required
 	// result, which the host answers by retrying the request on any
-	// replica); an error is a *jsonrpc.Error for the host, or any other
+	// replica, or, when a legacy backend server asked for the input, on
+	// the replica holding its call: see package hub); an error is a *jsonrpc.Error for the host, or any other
 	// error, answered -32603.
 	Handle(ctx context.Context, r *Request) (json.RawMessage, error)
 

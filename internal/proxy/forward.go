@@ -11,6 +11,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/intercept"
+	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -58,11 +59,6 @@ func capabilityName(method string) string {
 	}
 	return method
 }
-
-// exchangeKey is the context key of the exchange a forwarded call belongs
-// to: the client passes the call's context to the handlers of its input
-// requests (2026-07-28 server).
-type exchangeKey struct{}
 
 // HandleRequest implements snodo.Handler: it forwards what the server
 // asks of the client to the host.
@@ -154,7 +150,10 @@ func (p *Proxy) route(ctx context.Context, method string, params json.RawMessage
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
-	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	// The client passes the call's context to the handlers of its input
+	// requests (a 2026-07-28 server's, a legacy server's over HTTP on the
+	// call's stream): it names the exchange the call belongs to.
+	ex := exchange.FromContext(ctx)
 	select {
 	case <-p.hostGone:
 		rec.Decision = DecisionDeny
@@ -163,12 +162,12 @@ func (p *Proxy) route(ctx context.Context, method string, params json.RawMessage
 	}
 	p.mu.Lock()
 	legacy, caps := p.hostInit, p.hostCaps
-	if ex == nil && !legacy {
-		ex = p.oldestExchangeLocked()
-	}
 	p.mu.Unlock()
+	if ex == nil && !legacy {
+		ex = p.exchanges.Oldest()
+	}
 	if ex != nil {
-		caps = ex.capabilities()
+		caps = exchangeCapabilities(ex)
 	} else if !legacy {
 		rec.Decision = DecisionDeny
 		return nil, noHandler(method, "and no host request is in flight to carry it to the host")
@@ -178,7 +177,7 @@ func (p *Proxy) route(ctx context.Context, method string, params json.RawMessage
 		return nil, noHandler(method, fmt.Sprintf("and the host did not declare the %s capability", capabilityName(method)))
 	}
 	if ex != nil {
-		return ex.ask(ctx, method, params)
+		return ex.Ask(ctx, method, params)
 	}
 	return p.askHost(ctx, method, params)
 }

@@ -41,6 +41,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/intercept"
+	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/jsonrpc"
 )
@@ -65,7 +66,7 @@ const (
 // Defaults of Config.
 const (
 	DefaultMaxInFlight   = 64
-	DefaultResumeTimeout = 5 * time.Minute
+	DefaultResumeTimeout = exchange.DefaultResumeTimeout
 )
 
 // forwarded are the host methods passed through to the server.
@@ -143,9 +144,9 @@ type Proxy struct {
 	inflight  map[jsonrpc.ID]context.CancelCauseFunc // host requests being served
 	pending   map[jsonrpc.ID]chan *jsonrpc.Response  // proxy requests to the host
 	nextID    int64
-	exchanges map[string]*exchange // by requestState
-	hostInit  bool                 // the host opened with initialize
-	hostCaps  capabilities         // from initialize
+	exchanges *exchange.Table
+	hostInit  bool         // the host opened with initialize
+	hostCaps  capabilities // from initialize
 	hostVer   string
 	hostName  string // the host's clientInfo.name from initialize
 	// urlElicits are the elicitationIds of the URL-mode elicitations
@@ -167,18 +168,18 @@ func New(cfg Config, in io.Reader, out io.Writer) *Proxy {
 	}
 	p := &Proxy{
 		cfg: cfg, log: cfg.Logger, in: in, out: out,
-		audit:     &auditLog{w: cfg.Audit},
-		ready:     make(chan struct{}),
-		hostGone:  make(chan struct{}),
-		slots:     make(chan struct{}, cfg.MaxInFlight),
-		inflight:  map[jsonrpc.ID]context.CancelCauseFunc{},
-		pending:   map[jsonrpc.ID]chan *jsonrpc.Response{},
-		exchanges: map[string]*exchange{},
+		audit:    &auditLog{w: cfg.Audit},
+		ready:    make(chan struct{}),
+		hostGone: make(chan struct{}),
+		slots:    make(chan struct{}, cfg.MaxInFlight),
+		inflight: map[jsonrpc.ID]context.CancelCauseFunc{},
+		pending:  map[jsonrpc.ID]chan *jsonrpc.Response{},
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	p.life, p.endLife = context.WithCancelCause(context.Background())
+	p.exchanges = exchange.NewTable(exchange.Config{Prefix: "snodo-proxy:", ResumeTimeout: cfg.ResumeTimeout, Gone: p.hostGone})
 	return p
 }
 
@@ -233,10 +234,11 @@ func (p *Proxy) Serve(ctx context.Context, client *snodo.Client) error {
 	close(p.hostGone)
 	p.mu.Unlock()
 	p.setReady()
-	p.dropDetached()
+	p.exchanges.DropDetached(errHostGone)
 	p.wg.Wait()
+	p.exchanges.Wait()
 	p.endLife(errHostGone)
-	p.dropAll()
+	p.exchanges.DropAll(errHostGone)
 	return err
 }
 

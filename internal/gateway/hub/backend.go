@@ -11,6 +11,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/intercept"
+	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/internal/gateway"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -44,6 +45,7 @@ type backend struct {
 // call is one host request in flight to a backend.
 type call struct {
 	req *gateway.Request
+	ex  *exchange.Exchange // the call held open for a 2026-07-28 host (heldCall), or nil
 }
 
 type callKey struct{}
@@ -212,7 +214,7 @@ func (b *backend) request(ctx context.Context, r *gateway.Request, method, targe
 		ctx, end = h.opts.Telemetry.ClientSpan(ctx, method, target, b.name)
 		defer func() { end(err) }()
 	}
-	c := &call{req: r}
+	c := &call{req: r, ex: exchange.FromContext(ctx)}
 	b.mu.Lock()
 	b.calls = append(b.calls, c)
 	b.mu.Unlock()
@@ -236,10 +238,13 @@ func (b *backend) request(ctx context.Context, r *gateway.Request, method, targe
 	return res, err
 }
 
-// oldestCall is the oldest host request in flight to the backend;
-// ambiguous when requests of more than one host (identity and session)
-// are in flight: a request a server sends without naming its call must
-// not reach a host other than the one that caused it.
+// oldestCall is the oldest host request in flight to the backend, but
+// for a call held open for a 2026-07-28 host that waits for its host's
+// answer to a request of the server (a server asks one thing at a time in
+// a call) while another does not; ambiguous when requests of more than
+// one host (identity and session) are in flight: a request a server sends
+// without naming its call must not reach a host other than the one that
+// caused it.
 func (b *backend) oldestCall() (c *call, ambiguous bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -247,7 +252,13 @@ func (b *backend) oldestCall() (c *call, ambiguous bool) {
 		return nil, false
 	}
 	c = b.calls[0]
-	for _, x := range b.calls[1:] {
+	for _, x := range b.calls {
+		if x.ex == nil || !x.ex.Waiting() {
+			c = x
+			break
+		}
+	}
+	for _, x := range b.calls {
 		if identityName(x.req.Identity) != identityName(c.req.Identity) || x.req.Session != c.req.Session {
 			return nil, true
 		}
@@ -283,19 +294,10 @@ func (b *backend) serverRequest(ctx context.Context, method string, params json.
 		}
 		return r.Ask(ctx, method, params)
 	case r.Modern:
-		rec.Decision = "deny"
-		return b.hub.askModern(ctx, r, b.name, method, params)
+		return b.hub.askModern(ctx, c, b.name, method, params, &rec)
 	}
 	rec.Decision = "deny"
 	return nil, noHandler(b.name, method, "and the host cannot be asked")
-}
-
-// askModern answers the request of a server that does not carry it as
-// input of a 2026-07-28 call (a legacy server) for a 2026-07-28 host: such
-// a host can only be asked through an input_required result of a
-// 2026-07-28 server's call (multiRound), so it is refused.
-func (h *Hub) askModern(_ context.Context, _ *gateway.Request, server, method string, _ json.RawMessage) (json.RawMessage, error) {
-	return nil, noHandler(server, method, "and a 2026-07-28 host can be asked only for a 2026-07-28 server's input, in an input_required result")
 }
 
 func noHandler(server, method, why string) *jsonrpc.Error {

@@ -54,7 +54,9 @@
 //   - A legacy backend's request over stdio carries no link to a call (MCP
 //     defines none): it is attributed to the oldest host request in flight
 //     to that backend — exactly right when one call is in flight, the
-//     usual case.
+//     usual case — skipping a held call (below) already waiting for its
+//     host's answer to another request, as a server asks one thing at a
+//     time in a call.
 //
 // When calls of more than one host (identity and session) are in flight
 // to such a backend, the request is refused rather than risk asking a
@@ -65,8 +67,42 @@
 // 2026-07-28 backend goes through the stateless multi round-trip (package
 // mrtr): the inputs the modules do not answer reach the host in an
 // input_required result. A host that cannot be asked (it did not declare
-// the capability; a 2026-07-28 host asked by a legacy backend), or no
-// request in flight, is answered -32601 naming the missing handler.
+// the capability; a 2026-07-28 host's other requests), or no request in
+// flight, is answered -32601 naming the missing handler.
+//
+// # Held calls: a legacy backend and a 2026-07-28 host
+//
+// A legacy backend (2024-11-05 … 2025-11-25) asks its requests during the
+// call and waits for the answer: it cannot be called again later with
+// the answer, as a 2026-07-28 server is. So a 2026-07-28 host's
+// tools/call, prompts/get or resources/read to a legacy backend is held
+// open (package internal/exchange, which the one-server proxy shares):
+// the call runs on the backend in a goroutine of its own, and a request
+// the backend asks during it, that no Wasm module answers, reaches the
+// host as an input of an input_required result whose requestState is a
+// random 128-bit handle. The host's retry with that requestState and its
+// inputResponses hands the answers to the backend, which goes on; the
+// retry gets the call's result, or the backend's next requests.
+//
+// The handle is bound to the identity that started the call (anonymous
+// hosts share one), the server, the method and a digest of the params
+// (without _meta, inputResponses and requestState): a forged handle, or
+// one presented by another identity or with other params, is refused with
+// -32602 "requestState is not valid for this request; start over" and
+// touches no call. A call the host does not retry within
+// Options.ResumeTimeout (default 5 minutes) after its input_required
+// result is cancelled on the backend, and its handle is refused from then
+// on. One identity holds at most Options.MaxHeldCalls such calls at once
+// (default 64); past it a new one is refused with -32029. Hub.Close
+// cancels them all.
+//
+// Such a call lives in the replica that holds it: unlike a sealed
+// requestState (mrtr), its handle is known to that replica only. A retry
+// that a load balancer sends to another replica gets the -32602 above,
+// naming why (the server is a legacy one, its call is held on one
+// replica), and the host starts over. A Wasm handler module for the
+// methods the backend asks (elicitation/create, sampling/createMessage,
+// roots/list), or a single replica, avoids it.
 //
 // # Notifications
 //

@@ -396,8 +396,12 @@ func marshal(params map[string]json.RawMessage) json.RawMessage {
 }
 
 // call sends a tools/call, prompts/get or resources/read to b: for a
-// 2026-07-28 host, a request that may take several rounds (multiRound).
+// 2026-07-28 host, a request that may take several rounds (heldCall for a
+// legacy server, multiRound for a 2026-07-28 one).
 func (h *Hub) call(ctx context.Context, r *gateway.Request, b *backend, target string, params map[string]json.RawMessage, opts []snodo.CallOption) (json.RawMessage, error) {
+	if r.Modern && b.legacyServer() {
+		return h.heldCall(ctx, r, b, target, params)
+	}
 	if r.Modern {
 		return h.multiRound(ctx, r, b, target, params, opts)
 	}

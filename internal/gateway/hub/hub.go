@@ -19,6 +19,7 @@ import (
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/intercept"
+	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/internal/gateway"
 	"github.com/snodo/snodo/internal/mcpconfig"
 	"github.com/snodo/snodo/jsonrpc"
@@ -46,6 +47,14 @@ type Options struct {
 	CacheDir string
 	// Backoff is the restart policy; zero fields take the defaults.
 	Backoff Backoff
+	// ResumeTimeout is how long a legacy server's call held open for a
+	// 2026-07-28 host's input (see the package doc) waits for the host's
+	// retry before it is cancelled on the server (default 5 minutes).
+	ResumeTimeout time.Duration
+	// MaxHeldCalls is the most such calls one identity (or the anonymous
+	// hosts together) may hold open at once (default 64); past it a new
+	// one is refused with -32029.
+	MaxHeldCalls int
 }
 
 // serverEntry is one mcpServers entry: the desktop-host shape and the
@@ -71,6 +80,11 @@ type Hub struct {
 	names    []string // sorted
 	stateKey string
 	auditF   *os.File
+	// exchanges are the legacy servers' calls held open for 2026-07-28
+	// hosts, by requestState.
+	exchanges       *exchange.Table
+	exchangeTimeout time.Duration
+	heldMu          sync.Mutex // serializes the bound on held calls and their start
 
 	mu       sync.Mutex
 	watchers map[*watcher]struct{}
@@ -119,6 +133,14 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Hub, er
 	if b.Reset <= 0 {
 		b.Reset = time.Minute
 	}
+	h.exchangeTimeout = opts.ResumeTimeout
+	if h.exchangeTimeout <= 0 {
+		h.exchangeTimeout = exchange.DefaultResumeTimeout
+	}
+	if h.opts.MaxHeldCalls <= 0 {
+		h.opts.MaxHeldCalls = defaultMaxHeldCalls
+	}
+	h.exchanges = exchange.NewTable(exchange.Config{Prefix: exchangePrefix, ResumeTimeout: h.exchangeTimeout})
 	for name, e := range servers {
 		if !serverName.MatchString(name) {
 			return nil, fmt.Errorf("config mcpServers: server name %q is not allowed: use 1 to 63 lower-case letters, digits and '-', starting with a letter or digit (the gateway lists its tools as name__tool and its resources as name+uri)", name)
@@ -250,15 +272,20 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 	return cfg, nil
 }
 
+// errClosing cancels the calls held open for 2026-07-28 hosts at Close.
+var errClosing = errors.New("the gateway is shutting down")
+
 // Close stops every backend, one after the other in name order, and
 // returns once their processes and goroutines have ended.
 func (h *Hub) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
+	h.exchanges.DropAll(errClosing)
 	for _, name := range h.names {
 		h.backends[name].stop()
 	}
+	h.exchanges.Wait()
 	if h.auditF != nil {
 		return h.auditF.Close()
 	}

@@ -460,19 +460,21 @@ func TestElicitationByModuleOrHost(t *testing.T) {
 	if err != nil || !strings.Contains(toolText(t, res), "registered Host") || len(asked) != 1 || asked[0] != "elicitation/create" {
 		t.Errorf("forwarded to the host: %s %v, asked %v", res["content"], err, asked)
 	}
-	// A host that cannot be asked — it has no Ask (a 2026-07-28 host), or
-	// did not declare elicitation — has the server's request refused
-	// (-32601, audited as denied), and the call fails.
+	// A host that cannot be asked — a legacy host without Ask, a host
+	// that did not declare elicitation, of either era — has the server's
+	// request refused (-32601, audited as denied), and the call fails. (A
+	// 2026-07-28 host that declared it gets an input_required result:
+	// exchange_test.go.)
 	for _, tc := range []struct {
 		modern bool
 		caps   string
-	}{{true, `{"elicitation":{}}`}, {false, `{"elicitation":{}}`}, {false, `{}`}} {
+	}{{true, `{}`}, {false, `{"elicitation":{}}`}, {false, `{}`}} {
 		audit.mu.Lock()
 		audit.recs = nil
 		audit.mu.Unlock()
 		r = request("tools/call", map[string]any{"name": "host__register", "arguments": map[string]any{}})
 		r.Modern, r.ClientCapabilities = tc.modern, json.RawMessage(tc.caps)
-		if tc.caps == `{}` {
+		if tc.caps == `{}` && !tc.modern {
 			r.Ask = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 				t.Error("a host that did not declare elicitation was asked")
 				return nil, errors.New("no")
@@ -725,6 +727,10 @@ func TestCloseStopsServers(t *testing.T) {
 // run again): "empty" lists pages of no tools, each with a next cursor,
 // forever; "huge" lists one tool with a 5000-byte next cursor.
 func fakeServer(mode string) {
+	if mode == "elicit" {
+		elicitServer()
+		return
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
 	n := 0
