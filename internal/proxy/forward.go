@@ -48,7 +48,9 @@ func Declares(caps json.RawMessage, method string) bool {
 	return c.declares(method)
 }
 
-func capabilityName(method string) string {
+// CapabilityName is the client capability a server-to-client request of
+// method needs (elicitation, sampling, roots), or method itself.
+func CapabilityName(method string) string {
 	switch method {
 	case abi.MethodElicitationCreate:
 		return "elicitation"
@@ -174,7 +176,7 @@ func (p *Proxy) route(ctx context.Context, method string, params json.RawMessage
 	}
 	if !caps.declares(method) {
 		rec.Decision = DecisionDeny
-		return nil, noHandler(method, fmt.Sprintf("and the host did not declare the %s capability", capabilityName(method)))
+		return nil, noHandler(method, fmt.Sprintf("and the host did not declare the %s capability", CapabilityName(method)))
 	}
 	if ex != nil {
 		return ex.Ask(ctx, method, params)

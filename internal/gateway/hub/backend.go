@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/snodo/snodo"
-	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/proxy"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
 )
@@ -288,9 +288,9 @@ func (b *backend) serverRequest(ctx context.Context, method string, params json.
 	rec.Identity, rec.Session = identityName(r.Identity), r.Session
 	switch {
 	case r.Ask != nil:
-		if !declares(r.ClientCapabilities, method) {
+		if !proxy.Declares(r.ClientCapabilities, method) {
 			rec.Decision = "deny"
-			return nil, noHandler(b.name, method, fmt.Sprintf("and the host did not declare the %s capability", capabilityName(method)))
+			return nil, noHandler(b.name, method, fmt.Sprintf("and the host did not declare the %s capability", proxy.CapabilityName(method)))
 		}
 		return r.Ask(ctx, method, params)
 	case r.Modern:
@@ -303,29 +303,6 @@ func (b *backend) serverRequest(ctx context.Context, method string, params json.
 func noHandler(server, method, why string) *jsonrpc.Error {
 	return &jsonrpc.Error{Kind: jsonrpc.KindHandler, Code: jsonrpc.CodeMethodNotFound,
 		Message: fmt.Sprintf("%s asked by server %q: no Wasm handler module is configured for it in the gateway (mcpServers.%s.handlers), %s", method, server, server, why)}
-}
-
-// declares reports whether capabilities (a host's client capabilities)
-// hold the one method needs.
-func declares(capabilities json.RawMessage, method string) bool {
-	var c map[string]json.RawMessage
-	if json.Unmarshal(capabilities, &c) != nil {
-		return false
-	}
-	v, ok := c[capabilityName(method)]
-	return ok && string(v) != "null"
-}
-
-func capabilityName(method string) string {
-	switch method {
-	case abi.MethodElicitationCreate:
-		return "elicitation"
-	case abi.MethodSamplingCreate:
-		return "sampling"
-	case abi.MethodRootsList:
-		return "roots"
-	}
-	return method
 }
 
 // watchModern carries a 2026-07-28 server's list changes, which it sends

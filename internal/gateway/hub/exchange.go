@@ -10,6 +10,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/proxy"
 	"github.com/snodo/snodo/jsonrpc"
 )
 
@@ -140,9 +141,9 @@ func (h *Hub) askModern(ctx context.Context, c *call, server, method string, par
 		return nil, noHandler(server, method, "and a 2026-07-28 host can be asked only in an input_required result of its tools/call, prompts/get or resources/read")
 	}
 	hv, _ := c.ex.Host()
-	if r := hv.(*exchangeHost).req; !declares(r.ClientCapabilities, method) {
+	if r := hv.(*exchangeHost).req; !proxy.Declares(r.ClientCapabilities, method) {
 		rec.Decision = "deny"
-		return nil, noHandler(server, method, fmt.Sprintf("and the host did not declare the %s capability", capabilityName(method)))
+		return nil, noHandler(server, method, fmt.Sprintf("and the host did not declare the %s capability", proxy.CapabilityName(method)))
 	}
 	return c.ex.Ask(ctx, method, params)
 }
