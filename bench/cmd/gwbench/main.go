@@ -54,6 +54,7 @@ type config struct {
 	Callers   int
 	PerCaller int
 	Sessions  int
+	More      int
 	Backends  int
 	Smoke     bool
 }
@@ -69,6 +70,7 @@ func main() {
 	flag.IntVar(&cfg.Callers, "callers", 64, "concurrent host callers in the throughput cases")
 	flag.IntVar(&cfg.PerCaller, "per-caller", 200, "calls per caller per throughput round")
 	flag.IntVar(&cfg.Sessions, "sessions", 1000, "idle legacy host sessions opened")
+	flag.IntVar(&cfg.More, "more-sessions", 9000, "sessions opened on top of --sessions, for a finer per-session figure")
 	flag.IntVar(&cfg.Backends, "backends", 50, "backend servers configured in the many-backends gateway")
 	flag.BoolVar(&cfg.Smoke, "smoke", false, "tiny counts: check that the harness works, measure nothing")
 	flag.Parse()
@@ -93,7 +95,7 @@ func main() {
 
 func smokeConfig(root string) config {
 	return config{Root: root, Rounds: 1, Warm: 2, Calls: 10, TRounds: 1, Callers: 4, PerCaller: 5,
-		Sessions: 10, Backends: 3, Smoke: true}
+		Sessions: 10, More: 10, Backends: 3, Smoke: true}
 }
 
 const (
@@ -124,13 +126,17 @@ func writeInto(path, report string) error {
 
 // result is one run's figures.
 type result struct {
-	lat         map[string][2][]time.Duration // case -> p50s, p99s
-	tput        map[string][]float64          // case -> calls/s
-	mem1, memS  memory                        // one backend: no host session, cfg.Sessions
-	memB, memBS memory                        // cfg.Backends: no host session, cfg.Sessions
-	readyB      time.Duration                 // start to /readyz 200 with cfg.Backends
-	childrenB   int64                         // the backends' RSS, summed
-	callsB      int                           // backends answering a call with every session open
+	lat  map[string][2][]time.Duration // case -> p50s, p99s
+	tput map[string][]float64          // case -> calls/s
+	// One backend: the probe session only; cfg.Sessions idle sessions;
+	// their GET streams open too; cfg.More sessions more.
+	mem1, memS, memSG, memSM memory
+	// cfg.Backends: the probe session only; cfg.Sessions sessions with
+	// their GET streams open.
+	memB, memBS memory
+	readyB      time.Duration // start to /readyz 200 with cfg.Backends
+	childrenB   int64         // the backends' RSS, summed
+	callsB      int           // backends answering a call with every session open
 }
 
 var latCases = []string{"direct stdio", "direct HTTP", "gateway, legacy session", "gateway, 2026-07-28"}
@@ -253,64 +259,92 @@ func runLatencyAndThroughput(ctx context.Context, cfg config, snodoRun, lean, di
 }
 
 func runMemory(ctx context.Context, cfg config, snodoRun, lean, dir, key string, res *result, log io.Writer) error {
-	fmt.Fprintf(log, "gwbench: memory, one backend, %d sessions\n", cfg.Sessions)
-	g1, err := startGateway(snodoRun, dir, gatewayConfig(lean, 1, key))
-	if err != nil {
+	fmt.Fprintf(log, "gwbench: memory, one backend, %d sessions, their GET streams, %d sessions more\n", cfg.Sessions, cfg.More)
+	if err := memoryOneBackend(ctx, cfg, snodoRun, lean, dir, key, res); err != nil {
 		return err
 	}
-	defer g1.Stop()
-	probe, err := openSession(ctx, g1.URL)
-	if err != nil {
-		return err
-	}
-	if err := callEcho(ctx, g1.URL, probe, "lean__echo", "probe"); err != nil {
-		return err
-	}
-	if res.mem1, err = settle(ctx, g1, probe); err != nil {
-		return err
-	}
-	if _, err := openSessions(ctx, g1.URL, cfg.Sessions); err != nil {
-		return err
-	}
-	if res.memS, err = settle(ctx, g1, probe); err != nil {
-		return err
-	}
-	g1.Stop()
+	fmt.Fprintf(log, "gwbench: memory, %d backends, then %d sessions with their GET streams\n", cfg.Backends, cfg.Sessions)
+	return memoryManyBackends(ctx, cfg, snodoRun, lean, dir, key, res)
+}
 
-	fmt.Fprintf(log, "gwbench: memory, %d backends, then %d sessions\n", cfg.Backends, cfg.Sessions)
+func memoryOneBackend(ctx context.Context, cfg config, snodoRun, lean, dir, key string, res *result) error {
+	g, err := startGateway(snodoRun, dir, gatewayConfig(lean, 1, key))
+	if err != nil {
+		return err
+	}
+	defer g.Stop()
+	probe, err := openSession(ctx, g.URL)
+	if err != nil {
+		return err
+	}
+	if err := callEcho(ctx, g.URL, probe, "lean__echo", "probe"); err != nil {
+		return err
+	}
+	if res.mem1, err = settle(ctx, g, probe); err != nil {
+		return err
+	}
+	sids, err := openSessions(ctx, g.URL, cfg.Sessions)
+	if err != nil {
+		return err
+	}
+	if res.memS, err = settle(ctx, g, probe); err != nil {
+		return err
+	}
+	st, err := openStreams(ctx, g.URL, sids)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if res.memSG, err = settle(ctx, g, probe); err != nil {
+		return err
+	}
+	if _, err := openSessions(ctx, g.URL, cfg.More); err != nil {
+		return err
+	}
+	res.memSM, err = settle(ctx, g, probe)
+	return err
+}
+
+func memoryManyBackends(ctx context.Context, cfg config, snodoRun, lean, dir, key string, res *result) error {
 	start := time.Now()
-	gB, err := startGateway(snodoRun, dir, gatewayConfig(lean, cfg.Backends, key))
+	g, err := startGateway(snodoRun, dir, gatewayConfig(lean, cfg.Backends, key))
 	if err != nil {
 		return err
 	}
-	defer gB.Stop()
+	defer g.Stop()
 	res.readyB = time.Since(start)
-	if probe, err = openSession(ctx, gB.URL); err != nil {
-		return err
-	}
-	if err := callEcho(ctx, gB.URL, probe, "b1__echo", "probe"); err != nil {
-		return err
-	}
-	if res.memB, err = settle(ctx, gB, probe); err != nil {
-		return err
-	}
-	sids, err := openSessions(ctx, gB.URL, cfg.Sessions)
+	probe, err := openSession(ctx, g.URL)
 	if err != nil {
 		return err
 	}
-	if res.memBS, err = settle(ctx, gB, probe); err != nil {
+	if err := callEcho(ctx, g.URL, probe, "b1__echo", "probe"); err != nil {
 		return err
 	}
-	// With every session open, a call through each backend, each from
-	// another session.
+	if res.memB, err = settle(ctx, g, probe); err != nil {
+		return err
+	}
+	sids, err := openSessions(ctx, g.URL, cfg.Sessions)
+	if err != nil {
+		return err
+	}
+	st, err := openStreams(ctx, g.URL, sids)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if res.memBS, err = settle(ctx, g, probe); err != nil {
+		return err
+	}
+	// With every session and its stream open, a call through each
+	// backend, each from another session.
 	for i := 1; i <= cfg.Backends; i++ {
 		sid := sids[(i*7919)%len(sids)]
-		if err := callEcho(ctx, gB.URL, sid, fmt.Sprintf("b%d__echo", i), fmt.Sprintf("via-b%d", i)); err != nil {
+		if err := callEcho(ctx, g.URL, sid, fmt.Sprintf("b%d__echo", i), fmt.Sprintf("via-b%d", i)); err != nil {
 			return fmt.Errorf("with %d sessions open: %w", cfg.Sessions, err)
 		}
 		res.callsB++
 	}
-	kids, err := children(gB.cmd.Process.Pid)
+	kids, err := children(g.cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
@@ -413,22 +447,28 @@ func report(cfg config, r *result) string {
 	}
 
 	fmt.Fprintf(&b, "\n### Memory\n\n")
-	fmt.Fprintf(&b, "The gateway process alone (its backends are separate processes). Readings after two GC cycles: VmRSS, and the live heap gctrace reports (MB resolution).\n\n")
-	b.WriteString("| Gateway | RSS | live heap |\n|---|---:|---:|\n")
+	fmt.Fprintf(&b, "The gateway process alone (its backends are separate processes). Each reading is taken after the gateway has run two GC cycles (it is pinged until it has): VmRSS, and the live heap and goroutine stacks of the last cycle as gctrace reports them (whole MB, truncated).\n\n")
+	b.WriteString("| Gateway | RSS | live heap | stacks |\n|---|---:|---:|---:|\n")
 	row := func(name string, m memory) {
-		fmt.Fprintf(&b, "| %s | %s | %.0f MB |\n", name, kib(float64(m.RSS)), m.LiveMB)
+		fmt.Fprintf(&b, "| %s | %s | %.0f MB | %.0f MB |\n", name, kib(float64(m.RSS)), m.LiveMB, m.StackMB)
 	}
 	row("1 backend, 1 session", r.mem1)
 	row(fmt.Sprintf("1 backend, 1 + %d idle legacy sessions", cfg.Sessions), r.memS)
+	row(fmt.Sprintf("… and their %d GET streams open", cfg.Sessions), r.memSG)
+	row(fmt.Sprintf("… and %d idle legacy sessions more", cfg.More), r.memSM)
 	row(fmt.Sprintf("%d backends, 1 session", cfg.Backends), r.memB)
-	row(fmt.Sprintf("%d backends, 1 + %d idle legacy sessions", cfg.Backends, cfg.Sessions), r.memBS)
-	perS := float64(r.memS.RSS-r.mem1.RSS) / float64(cfg.Sessions)
-	perSHeap := (r.memS.LiveMB - r.mem1.LiveMB) * 1e6 / float64(cfg.Sessions)
-	perB := float64(r.memB.RSS-r.mem1.RSS) / float64(cfg.Backends-1)
-	perBHeap := (r.memB.LiveMB - r.mem1.LiveMB) * 1e6 / float64(cfg.Backends-1)
-	fmt.Fprintf(&b, "\n- Per idle legacy session (initialize and notifications/initialized, no GET stream): **%s RSS**, %s live heap.\n", kib(perS), kib(perSHeap))
-	fmt.Fprintf(&b, "- Per backend server (the gateway's own growth from 1 to %d backends): **%s RSS**, %s live heap; each lean server child is %s RSS besides.\n", cfg.Backends, kib(perB), kib(perBHeap), kib(float64(r.childrenB)/float64(cfg.Backends)))
-	fmt.Fprintf(&b, "- %d backends were ready (/readyz 200) %.1f s after the gateway started. With the %d sessions open, a call through each of the %d backends from another session: %d of %d answered.\n",
+	row(fmt.Sprintf("%d backends, 1 + %d legacy sessions with their GET streams open", cfg.Backends, cfg.Sessions), r.memBS)
+	per := func(a, z memory, n int) (rss, heap string) {
+		return kib(float64(z.RSS-a.RSS) / float64(n)), kib((z.LiveMB + z.StackMB - a.LiveMB - a.StackMB) * (1 << 20) / float64(n))
+	}
+	s1R, s1H := per(r.mem1, r.memS, cfg.Sessions)
+	smR, smH := per(r.memSG, r.memSM, cfg.More)
+	gR, gH := per(r.memS, r.memSG, cfg.Sessions)
+	bR, bH := per(r.mem1, r.memB, cfg.Backends-1)
+	fmt.Fprintf(&b, "\n- Per idle legacy session (initialize and notifications/initialized, no GET stream): %s RSS, %s heap and stacks over the first %d; **%s RSS, %s heap and stacks** over the %d more (a finer figure: the heap is read in whole MB).\n", s1R, s1H, cfg.Sessions, smR, smH, cfg.More)
+	fmt.Fprintf(&b, "- Per open GET stream of a legacy session (what a host such as Snodo's client holds while it is connected): **%s RSS, %s heap and stacks**.\n", gR, gH)
+	fmt.Fprintf(&b, "- Per backend server (the gateway's own growth from 1 to %d backends): **%s RSS, %s heap and stacks**; each lean server child is %s RSS besides.\n", cfg.Backends, bR, bH, kib(float64(r.childrenB)/float64(cfg.Backends)))
+	fmt.Fprintf(&b, "- %d backends were ready (/readyz 200) %.1f s after the gateway started. With the %d sessions and their GET streams open, a call through each of the %d backends from another session: %d of %d answered.\n",
 		cfg.Backends, r.readyB.Seconds(), cfg.Sessions, cfg.Backends, r.callsB, cfg.Backends)
 	return b.String()
 }

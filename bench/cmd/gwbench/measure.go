@@ -154,15 +154,16 @@ func openSessions(ctx context.Context, url string, n int) ([]string, error) {
 
 // memory is what a gateway holds at one point, after two GC cycles.
 type memory struct {
-	RSS    int64   // bytes
-	LiveMB float64 // live heap after the last GC (gctrace, MB resolution)
+	RSS     int64   // bytes
+	LiveMB  float64 // live heap after the last GC (gctrace, MB resolution)
+	StackMB float64 // goroutine stacks at the last GC (gctrace, MB resolution)
 }
 
 // settle pings the gateway in session sid until it has run two more GC
 // cycles (so gctrace reports the live heap of this point), then reads
 // its RSS.
 func settle(ctx context.Context, g *gateway, sid string) (memory, error) {
-	gcs0, _ := g.GC()
+	gcs0, _, _ := g.GC()
 	deadline := time.Now().Add(startWait)
 	var wg sync.WaitGroup
 	var failed atomic.Pointer[error]
@@ -183,7 +184,7 @@ func settle(ctx context.Context, g *gateway, sid string) (memory, error) {
 		})
 	}
 	for {
-		gcs, _ := g.GC()
+		gcs, _, _ := g.GC()
 		if gcs >= gcs0+2 || failed.Load() != nil || time.Now().After(deadline) {
 			break
 		}
@@ -194,10 +195,10 @@ func settle(ctx context.Context, g *gateway, sid string) (memory, error) {
 	if e := failed.Load(); e != nil {
 		return memory{}, *e
 	}
-	if gcs, _ := g.GC(); gcs < gcs0+2 {
+	if gcs, _, _ := g.GC(); gcs < gcs0+2 {
 		return memory{}, fmt.Errorf("the gateway ran %d GC cycles in %v of pings; want 2", gcs-gcs0, startWait)
 	}
-	_, live := g.GC()
+	_, live, stacks := g.GC()
 	r, err := g.RSS()
-	return memory{RSS: r, LiveMB: live}, err
+	return memory{RSS: r, LiveMB: live, StackMB: stacks}, err
 }

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,7 @@ type gateway struct {
 	mu      sync.Mutex
 	gcs     int     // GC cycles reported by gctrace
 	liveMB  float64 // live heap after the last GC, in MB
+	stackMB float64 // goroutine stacks at the last GC, in MB
 	logTail []byte  // the last non-gctrace stderr output
 }
 
@@ -83,7 +85,7 @@ func newStateKey() string {
 	return hex.EncodeToString(k[:])
 }
 
-var gcLine = regexp.MustCompile(`^gc \d+ .* (\d+)->(\d+)->(\d+) MB`)
+var gcLine = regexp.MustCompile(`^gc \d+ .* (\d+)->(\d+)->(\d+) MB, \d+ MB goal, (\d+) MB stacks`)
 
 // startGateway starts snodo-run gateway with config on a free port of
 // 127.0.0.1, GODEBUG=gctrace=1 (its live heap is read from the trace), and
@@ -133,6 +135,7 @@ func (g *gateway) scan(r io.Reader) {
 		if m := gcLine.FindStringSubmatch(line); m != nil {
 			g.gcs++
 			g.liveMB, _ = strconv.ParseFloat(m[3], 64)
+			g.stackMB, _ = strconv.ParseFloat(m[4], 64)
 		} else {
 			g.logTail = append(g.logTail, line...)
 			g.logTail = append(g.logTail, '\n')
@@ -176,12 +179,12 @@ func (g *gateway) log() string {
 	return string(g.logTail)
 }
 
-// GC returns the number of GC cycles so far and the live heap after the
-// last one, in MB.
-func (g *gateway) GC() (int, float64) {
+// GC returns the number of GC cycles so far, and the live heap after the
+// last one and the goroutine stacks then, in MB.
+func (g *gateway) GC() (n int, liveMB, stackMB float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.gcs, g.liveMB
+	return g.gcs, g.liveMB, g.stackMB
 }
 
 // RSS returns the process's resident set size in bytes (VmRSS).
@@ -322,4 +325,73 @@ func callEcho(ctx context.Context, url, sid, tool, text string) error {
 		return fmt.Errorf("tools/call %s: status %d: %s", tool, st, body)
 	}
 	return nil
+}
+
+// streams are legacy sessions' standalone GET streams, held open.
+type streams struct {
+	bodies []io.ReadCloser
+	wg     sync.WaitGroup
+}
+
+// openStreams opens the standalone GET stream of each session, 16 at a
+// time, and reads each (the keepalive comments) until it is closed.
+func openStreams(ctx context.Context, url string, sids []string) (*streams, error) {
+	s := &streams{bodies: make([]io.ReadCloser, len(sids))}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(sids) || failed.Load() != nil {
+					return
+				}
+				body, err := openStream(ctx, url, sids[i])
+				if err != nil {
+					err = fmt.Errorf("GET stream %d of %d: %w", i+1, len(sids), err)
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				s.bodies[i] = body
+				s.wg.Go(func() { _, _ = io.Copy(io.Discard, body) })
+			}
+		})
+	}
+	wg.Wait()
+	if e := failed.Load(); e != nil {
+		s.Close()
+		return nil, *e
+	}
+	return s, nil
+}
+
+func openStream(ctx context.Context, url, sid string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", legacyVersion)
+	resp, err := hostHTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return resp.Body, nil
+}
+
+// Close closes every stream and waits for their readers.
+func (s *streams) Close() {
+	for _, b := range s.bodies {
+		if b != nil {
+			b.Close()
+		}
+	}
+	s.wg.Wait()
 }
