@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&cfg.Root, "root", "..", "the Snodo repository's root (snodo-run is built from it)")
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "latency rounds per case")
 	flag.IntVar(&cfg.Warm, "warm", 200, "unmeasured calls before each latency round")
-	flag.IntVar(&cfg.Calls, "calls", 2000, "measured sequential calls per latency round")
+	flag.IntVar(&cfg.Calls, "calls", 5000, "measured sequential calls per latency round")
 	flag.IntVar(&cfg.TRounds, "throughput-rounds", 3, "throughput rounds per case")
 	flag.IntVar(&cfg.Callers, "callers", 64, "concurrent host callers in the throughput cases")
 	flag.IntVar(&cfg.PerCaller, "per-caller", 200, "calls per caller per throughput round")
