@@ -18,6 +18,7 @@ import (
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/gateway"
 	"github.com/snodo/snodo/internal/mcpconfig"
 	"github.com/snodo/snodo/jsonrpc"
@@ -244,6 +245,7 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 			return res, err
 		})
 	}
+	cfg.OnIntercept = func(e intercept.Event) { h.auditIntercept(name, e) }
 	cfg.OnNotification = func(method string, params json.RawMessage) { h.onNotification(name, method, params) }
 	return cfg, nil
 }
@@ -325,11 +327,49 @@ func (h *Hub) finishAudit(rec *gateway.AuditRecord, started time.Time, err error
 		if rec.Decision == "allow" {
 			rec.Decision = "fail"
 		}
-		if je.Code == gateway.CodeRateLimited {
+		switch je.Code {
+		case gateway.CodeRateLimited:
 			rec.Decision = "rate-limited"
+		case intercept.CodeDenied:
+			// An interceptor refused the request: nothing was sent.
+			rec.Decision = "deny"
 		}
 	}
 	h.opts.Auditor.Audit(*rec)
+}
+
+// maxAuditReason bounds the reason an interceptor gives in the audit log:
+// a module's message may carry what a server sent, of any length.
+const maxAuditReason = 1024
+
+// auditIntercept writes an interceptor's decision on a request to server
+// (deny, rewrite, replace) or its failure. The host request it was made
+// for has its own line, written when that request is done, with the
+// identity, the tool and the outcome.
+func (h *Hub) auditIntercept(server string, e intercept.Event) {
+	if h.opts.Auditor == nil {
+		return
+	}
+	rec := gateway.AuditRecord{Time: time.Now(), Direction: "interceptor", Phase: "request", Server: server, Method: e.Method, Module: e.Interceptor}
+	if e.Results {
+		rec.Phase = "result"
+	}
+	switch {
+	case e.Err != nil:
+		rec.Decision, rec.Reason = "fail", e.Err.Error()
+	case e.Action == intercept.Deny:
+		rec.Decision, rec.Reason, rec.ErrorCode = "deny", e.Message, intercept.CodeDenied
+	case e.Action == intercept.Rewrite:
+		rec.Decision = "rewrite"
+	case e.Action == intercept.Replace:
+		rec.Decision, rec.Reason = "replace", e.Message
+	default:
+		rec.Decision = e.Action.String()
+	}
+	if len(rec.Reason) > maxAuditReason {
+		rec.Reason = strings.ToValidUTF8(rec.Reason[:maxAuditReason], "") + "…"
+	}
+	h.opts.Auditor.Audit(rec)
 }
 
 // wireError is the error object err is answered with.

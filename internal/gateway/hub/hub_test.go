@@ -1126,3 +1126,36 @@ func TestWatchModernServerListChanges(t *testing.T) {
 		}
 	}
 }
+
+// An interceptor's decisions reach the gateway's audit log: a module that
+// fails on a call fails it closed, and both the interceptor's failure
+// (direction interceptor, its module, server and phase) and the host
+// request (identity, server, tool, decision) are written.
+func TestInterceptorDecisionsAudited(t *testing.T) {
+	trap, err := filepath.Abs("../../../examples/handlers/wat/hostile/intercept-trap.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := demo("legacy")
+	entry["interceptors"] = []string{trap}
+	aud := &records{}
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"demo": entry}}, Options{Auditor: aud})
+	r := request("tools/call", map[string]any{"name": "demo__echo", "arguments": map[string]any{"text": "x"}})
+	r.Identity = &gateway.Identity{Name: "alice"}
+	if _, err := handle(t, h, r); err == nil || !strings.Contains(err.Error(), `interceptor "intercept-trap" failed on tools/call`) {
+		t.Fatalf("the call: %v, want the interceptor's failure", err)
+	}
+	aud.mu.Lock()
+	defer aud.mu.Unlock()
+	var got []string
+	for _, rec := range aud.recs {
+		got = append(got, fmt.Sprintf("%s %s %s %s %s %s %s", rec.Direction, rec.Identity, rec.Server, rec.Method, rec.Tool, rec.Module, rec.Decision))
+		if rec.Direction == "interceptor" && (rec.Phase != "request" || !strings.Contains(rec.Reason, "unreachable")) {
+			t.Errorf("interceptor record %+v", rec)
+		}
+	}
+	want := []string{"interceptor  demo tools/call  intercept-trap fail", "host alice demo tools/call echo  fail"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("audited\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
