@@ -25,7 +25,10 @@ import (
 
 	"github.com/snodo/snodo/internal/fakeserver"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/gateway/front"
+	"github.com/snodo/snodo/internal/gateway/hub"
 	"github.com/snodo/snodo/internal/gateway/policy"
+	"github.com/snodo/snodo/internal/gateway/telemetry"
 )
 
 // e2eBound bounds every wait of the gateway's end-to-end tests; it only
@@ -715,5 +718,86 @@ func TestGatewayEndToEnd(t *testing.T) {
 				t.Errorf("%d denials of confine-paths audited, want 3", n)
 			}
 		})
+	}
+}
+
+// docHub is a gateway.Hub with no servers, for the front's config checks.
+type docHub struct{}
+
+func (docHub) Info() gateway.Info { return gateway.Info{} }
+func (docHub) Handle(context.Context, *gateway.Request) (json.RawMessage, error) {
+	return nil, errors.New("no servers")
+}
+func (docHub) Listen(context.Context, *gateway.Request, func(string, json.RawMessage) error) (json.RawMessage, error) {
+	return nil, errors.New("no servers")
+}
+func (docHub) Watch(context.Context, string, *gateway.Identity, func(string, json.RawMessage) error) {
+}
+func (docHub) EndSession(string) {}
+func (docHub) Ready() error      { return nil }
+
+// The complete config example of docs/GATEWAY.md is accepted by every part
+// of the gateway: the file's sections, the front, the policy (identities,
+// jwt, limits), the telemetry section and the hub (servers and modules,
+// with the modules it names in place and every server disabled, so that
+// nothing is started).
+func TestGatewayDocConfig(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "GATEWAY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, example, ok := strings.Cut(string(doc), "```yaml\n# gateway.yaml\n")
+	if ok {
+		example, _, ok = strings.Cut(example, "```\n")
+	}
+	if !ok {
+		t.Fatal("docs/GATEWAY.md has no ```yaml block starting with # gateway.yaml")
+	}
+	sections, err := gateway.ParseConfig([]byte(example), ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f, err := front.New(sections, docHub{}, nil, nil, nil)
+	if err != nil {
+		t.Fatalf("front: %v", err)
+	}
+	_ = f.Close()
+	if _, err := policy.New(ctx, sections, policy.Options{}); err != nil {
+		t.Fatalf("policy: %v", err)
+	}
+	var tel telemetry.Config
+	if err := sections.Decode("telemetry", &tel); err != nil || tel.OTLPEndpoint == "" {
+		t.Fatalf("telemetry %+v: %v", tel, err)
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{elicitWasm, confineWasm, redactWasm} {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "modules", filepath.Base(m)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var servers map[string]map[string]any
+	if err := json.Unmarshal(sections["mcpServers"], &servers); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		s["disabled"] = true
+	}
+	sections["mcpServers"], _ = json.Marshal(servers)
+	// The audit file is opened by the command (gateway.OpenAudit), as
+	// runGateway does; the hub writes to the Auditor it is given.
+	h, err := hub.New(ctx, sections, hub.Options{Dir: dir, Auditor: gateway.NewJSONAudit(io.Discard)})
+	if err != nil {
+		t.Fatalf("hub: %v", err)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
