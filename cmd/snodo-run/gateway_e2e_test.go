@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -179,13 +180,16 @@ func (g *e2eGateway) waitFor(t *testing.T, exited <-chan struct{}, what string, 
 	}
 }
 
-// serverPid is the pid of the gateway's child process running exe.
+// serverPid is the pid of the gateway's descendant process running exe
+// (a child, or a grandchild when the runtime starts it through a wrapper
+// such as its pid-namespace init).
 func (g *e2eGateway) serverPid(t *testing.T, exe string) int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
+	children := map[int][]int{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -196,16 +200,22 @@ func (g *e2eGateway) serverPid(t *testing.T, exe string) int {
 			continue
 		}
 		// pid (comm) state ppid …: comm may hold spaces and parentheses.
-		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-		f := strings.Fields(rest)
-		if len(f) < 2 || f[1] != strconv.Itoa(g.cmd.Process.Pid) {
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 {
 			continue
 		}
-		if p, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); p == exe {
-			return pid
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], pid)
 		}
 	}
-	t.Fatalf("no child of the gateway (pid %d) runs %s", g.cmd.Process.Pid, exe)
+	for queue := children[g.cmd.Process.Pid]; len(queue) > 0; queue = queue[1:] {
+		pid := queue[0]
+		if p, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe")); p == exe {
+			return pid
+		}
+		queue = append(queue, children[pid]...)
+	}
+	t.Fatalf("no process under the gateway (pid %d) runs %s", g.cmd.Process.Pid, exe)
 	return 0
 }
 
