@@ -237,6 +237,22 @@ func (g *e2eGateway) auditLines(t *testing.T) []gateway.AuditRecord {
 	return recs
 }
 
+// httpGet returns the body of a GET of url, failing the test unless it is
+// a 200.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v\n%s", url, resp.StatusCode, err, b)
+	}
+	return string(b)
+}
+
 // rpcError is a JSON-RPC error a host got.
 type rpcError struct {
 	Code    int64  `json:"code"`
@@ -495,7 +511,7 @@ func (h *tsGatewayHost) close(t *testing.T) {
 // through a symlink), which the server never receives, and gets a planted
 // secret redacted; and every host request is in the audit log with its
 // identity, server, tool and decision, beside the interceptors'
-// decisions.
+// decisions; /metrics holds the requests' durations.
 func TestGatewayEndToEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -669,6 +685,18 @@ func TestGatewayEndToEnd(t *testing.T) {
 				return err == nil && !isErr && text == "back"
 			})
 			h.close(t)
+
+			// What the gateway measured is at /metrics, beside /healthz.
+			base := strings.TrimSuffix(g.url, "/mcp")
+			if body := httpGet(t, base+"/healthz"); body != "ok\n" {
+				t.Errorf("/healthz: %q", body)
+			}
+			metrics := httpGet(t, base+"/metrics")
+			for _, want := range []string{`mcp_server_operation_duration_seconds_bucket{`, `gen_ai_tool_name="demo__echo"`, `mcp_client_operation_duration_seconds_bucket{`, `snodo_gateway_server="fs"`} {
+				if !strings.Contains(metrics, want) {
+					t.Errorf("/metrics lacks %s", want)
+				}
+			}
 
 			// The audit log: one line per host tools/call with its
 			// identity, server, tool and decision; the interceptors'
