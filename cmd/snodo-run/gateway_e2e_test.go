@@ -795,6 +795,8 @@ func TestGatewayDocConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The example reads its stateKey from this variable.
+	t.Setenv("SNODO_GATEWAY_STATE_KEY", strings.Repeat("ab", 32))
 	ctx := context.Background()
 	f, err := front.New(sections, docHub{}, nil, nil, nil)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/gateway/mrtr"
 	"github.com/snodo/snodo/internal/mcpconfig"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -104,6 +105,12 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Hub, er
 	}
 	if err := sections.Decode("stateKey", &h.stateKey); err != nil {
 		return nil, err
+	}
+	// A stateKey that cannot seal (a token pasted in, the wrong length, an
+	// unset variable) is a config mistake: refused now, not at the first
+	// retry that lands on another replica. Its value is never shown.
+	if _, err := mrtr.ParseKey(h.stateKey); err != nil {
+		return nil, fmt.Errorf("config %w", err)
 	}
 	var as auditSection
 	if err := sections.Decode("audit", &as); err != nil {

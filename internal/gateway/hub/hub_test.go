@@ -858,6 +858,8 @@ func TestConfigErrors(t *testing.T) {
 			"modules": map[string]any{"m": map[string]any{"trusted": true}}}, "modules.m.trusted"},
 		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"url": "http://u:p@127.0.0.1:1/mcp"}}}, "credentials"},
 		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "audit": map[string]any{"path": "x"}}, `unknown field "path"`},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "stateKey": "s3cret-token"}, "stateKey must be 64 hexadecimal digits"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "stateKey": "env:SNODO_HUB_TEST_UNSET_STATE_KEY"}, `the environment variable "SNODO_HUB_TEST_UNSET_STATE_KEY" is not set`},
 	} {
 		raw, _ := json.Marshal(tc.config)
 		s, err := gateway.ParseConfig(raw, ".json")
@@ -870,6 +872,8 @@ func TestConfigErrors(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", raw, err, tc.want)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error shows the key: %v", raw, err)
 		}
 	}
 }
