@@ -718,7 +718,8 @@ func TestGatewayEndToEnd(t *testing.T) {
 						}
 					}
 				case "interceptor":
-					lines = append(lines, fmt.Sprintf("interceptor %s %s %s %s", r.Server, r.Module, r.Phase, r.Decision))
+					phase, _, _ := strings.Cut(r.Reason, ":")
+					lines = append(lines, fmt.Sprintf("interceptor %s %s %s %s", r.Server, r.Module, phase, r.Decision))
 					continue
 				}
 				if r.Direction == "host" && r.Method == "tools/call" && r.Decision != "allow" {

@@ -172,8 +172,7 @@ type AuditRecord struct {
 	Time       time.Time `json:"time"`
 	Identity   string    `json:"identity,omitempty"`
 	Session    string    `json:"session,omitempty"`
-	Direction  string    `json:"direction"`       // host (a host request), server (a server request), interceptor, policy
-	Phase      string    `json:"phase,omitempty"` // an interceptor's: request (what is sent) or result (what came back)
+	Direction  string    `json:"direction"` // host (a host request), server (a server request), interceptor, policy
 	Server     string    `json:"server,omitempty"`
 	Method     string    `json:"method"`
 	Tool       string    `json:"tool,omitempty"`

@@ -29,7 +29,8 @@
 // decision is deny when the policy or an interceptor refused it). Each
 // decision of a server's interceptors other than letting a request or a
 // result through (deny, rewrite, replace), and each failure of one, gives
-// an AuditRecord of direction interceptor naming the module and the phase.
+// an AuditRecord of direction interceptor naming the module, its reason
+// starting with the phase (request or result).
 //
 // # Backends and restarts
 //

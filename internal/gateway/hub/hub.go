@@ -350,28 +350,27 @@ func (h *Hub) finishAudit(rec *gateway.AuditRecord, started time.Time, err error
 const maxAuditReason = 1024
 
 // auditIntercept writes an interceptor's decision on a request to server
-// (deny, rewrite, replace) or its failure. The host request it was made
-// for has its own line, written when that request is done, with the
-// identity, the tool and the outcome.
+// (deny, rewrite, replace) or its failure; its reason starts with the
+// phase ("request" or "result"). The host request it was made for has its
+// own line, written when that request is done, with the identity, the tool
+// and the outcome.
 func (h *Hub) auditIntercept(server string, e intercept.Event) {
 	if h.opts.Auditor == nil {
 		return
 	}
-	rec := gateway.AuditRecord{Time: time.Now(), Direction: "interceptor", Phase: "request", Server: server, Method: e.Method, Module: e.Interceptor}
+	rec := gateway.AuditRecord{Time: time.Now().UTC(), Direction: "interceptor", Server: server, Method: e.Method,
+		Module: e.Interceptor, Decision: e.Action.String()}
+	phase := "request"
 	if e.Results {
-		rec.Phase = "result"
+		phase = "result"
 	}
 	switch {
 	case e.Err != nil:
-		rec.Decision, rec.Reason = "fail", e.Err.Error()
+		rec.Decision, rec.Reason = "fail", phase+": "+e.Err.Error()
 	case e.Action == intercept.Deny:
-		rec.Decision, rec.Reason, rec.ErrorCode = "deny", e.Message, intercept.CodeDenied
-	case e.Action == intercept.Rewrite:
-		rec.Decision = "rewrite"
-	case e.Action == intercept.Replace:
-		rec.Decision, rec.Reason = "replace", e.Message
+		rec.Decision, rec.Reason, rec.ErrorCode = "deny", phase+": "+e.Message, intercept.CodeDenied
 	default:
-		rec.Decision = e.Action.String()
+		rec.Reason = phase
 	}
 	if len(rec.Reason) > maxAuditReason {
 		rec.Reason = strings.ToValidUTF8(rec.Reason[:maxAuditReason], "") + "…"
