@@ -25,7 +25,12 @@
 // from tools/list and refuses its tools/call with -32602 naming the policy
 // (audited with decision deny). Every request to a backend goes through
 // Policy.Admit first (its -32029 error reaches the host as is), runs in a
-// Telemetry.ClientSpan, and each host request gives one AuditRecord.
+// Telemetry.ClientSpan, and each host request gives one AuditRecord (its
+// decision is deny when the policy or an interceptor refused it). Each
+// decision of a server's interceptors other than letting a request or a
+// result through (deny, rewrite, replace), and each failure of one, gives
+// an AuditRecord of direction interceptor naming the module, its reason
+// starting with the phase (request or result).
 //
 // # Backends and restarts
 //

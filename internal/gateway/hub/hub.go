@@ -21,6 +21,7 @@ import (
 	"github.com/snodo/snodo/intercept"
 	"github.com/snodo/snodo/internal/exchange"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/gateway/mrtr"
 	"github.com/snodo/snodo/internal/mcpconfig"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -118,6 +119,12 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Hub, er
 	}
 	if err := sections.Decode("stateKey", &h.stateKey); err != nil {
 		return nil, err
+	}
+	// A stateKey that cannot seal (a token pasted in, the wrong length, an
+	// unset variable) is a config mistake: refused now, not at the first
+	// retry that lands on another replica. Its value is never shown.
+	if _, err := mrtr.ParseKey(h.stateKey); err != nil {
+		return nil, fmt.Errorf("config %w", err)
 	}
 	var as auditSection
 	if err := sections.Decode("audit", &as); err != nil {
@@ -267,8 +274,8 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 			return res, err
 		})
 	}
-	cfg.OnNotification = func(method string, params json.RawMessage) { h.onNotification(name, method, params) }
 	cfg.OnIntercept = func(e intercept.Event) { h.auditIntercept(name, e) }
+	cfg.OnNotification = func(method string, params json.RawMessage) { h.onNotification(name, method, params) }
 	return cfg, nil
 }
 
@@ -354,11 +361,49 @@ func (h *Hub) finishAudit(rec *gateway.AuditRecord, started time.Time, err error
 		if rec.Decision == "allow" {
 			rec.Decision = "fail"
 		}
-		if je.Code == gateway.CodeRateLimited {
+		switch je.Code {
+		case gateway.CodeRateLimited:
 			rec.Decision = "rate-limited"
+		case intercept.CodeDenied:
+			// An interceptor refused the request: nothing was sent.
+			rec.Decision = "deny"
 		}
 	}
 	h.opts.Auditor.Audit(*rec)
+}
+
+// maxAuditReason bounds the reason an interceptor gives in the audit log:
+// a module's message may carry what a server sent, of any length.
+const maxAuditReason = 1024
+
+// auditIntercept writes an interceptor's decision on a request to server
+// (deny, rewrite, replace) or its failure; its reason starts with the
+// phase ("request" or "result"). The host request it was made for has its
+// own line, written when that request is done, with the identity, the tool
+// and the outcome; the interceptor's line has the identity too, its caller
+// (backend.request puts it in the call's context).
+func (h *Hub) auditIntercept(server string, e intercept.Event) {
+	if h.opts.Auditor == nil {
+		return
+	}
+	rec := gateway.AuditRecord{Time: time.Now().UTC(), Direction: "interceptor", Server: server, Method: e.Method,
+		Module: e.Interceptor, Identity: e.Caller, Decision: e.Action.String()}
+	phase := "request"
+	if e.Results {
+		phase = "result"
+	}
+	switch {
+	case e.Err != nil:
+		rec.Decision, rec.Reason = "fail", phase+": "+e.Err.Error()
+	case e.Action == intercept.Deny:
+		rec.Decision, rec.Reason, rec.ErrorCode = "deny", phase+": "+e.Message, intercept.CodeDenied
+	default:
+		rec.Reason = phase
+	}
+	if len(rec.Reason) > maxAuditReason {
+		rec.Reason = strings.ToValidUTF8(rec.Reason[:maxAuditReason], "") + "…"
+	}
+	h.opts.Auditor.Audit(rec)
 }
 
 // wireError is the error object err is answered with.
@@ -380,28 +425,4 @@ func invalidParams(format string, args ...any) *jsonrpc.Error {
 // jitter spreads d by ±20 %.
 func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-}
-
-// auditIntercept records one decision of an interceptor module of server
-// other than letting things through: a deny, rewrite or replace, or a
-// failure (the call then failed closed). The interceptor's caller is the
-// host identity (backend.request puts it in the call's context).
-func (h *Hub) auditIntercept(server string, e intercept.Event) {
-	rec := gateway.AuditRecord{Time: time.Now().UTC(), Direction: "interceptor", Server: server, Method: e.Method,
-		Module: e.Interceptor, Identity: e.Caller, Decision: e.Action.String()}
-	phase := "request"
-	if e.Results {
-		phase = "result"
-	}
-	switch {
-	case e.Err != nil:
-		rec.Decision, rec.Reason = "fail", phase+": "+e.Err.Error()
-	case e.Action == intercept.Deny:
-		rec.Decision, rec.Reason, rec.ErrorCode = "deny", phase+": "+e.Message, intercept.CodeDenied
-	default:
-		rec.Reason = phase
-	}
-	if h.opts.Auditor != nil {
-		h.opts.Auditor.Audit(rec)
-	}
 }

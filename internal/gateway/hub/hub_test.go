@@ -864,6 +864,8 @@ func TestConfigErrors(t *testing.T) {
 			"modules": map[string]any{"m": map[string]any{"trusted": true}}}, "modules.m.trusted"},
 		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"url": "http://u:p@127.0.0.1:1/mcp"}}}, "credentials"},
 		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "audit": map[string]any{"path": "x"}}, `unknown field "path"`},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "stateKey": "s3cret-token"}, "stateKey must be 64 hexadecimal digits"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "stateKey": "env:SNODO_HUB_TEST_UNSET_STATE_KEY"}, `the environment variable "SNODO_HUB_TEST_UNSET_STATE_KEY" is not set`},
 	} {
 		raw, _ := json.Marshal(tc.config)
 		s, err := gateway.ParseConfig(raw, ".json")
@@ -876,6 +878,8 @@ func TestConfigErrors(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", raw, err, tc.want)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error shows the key: %v", raw, err)
 		}
 	}
 }
@@ -1130,5 +1134,43 @@ func TestWatchModernServerListChanges(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("no notifications/tools/list_changed")
 		}
+	}
+}
+
+// An interceptor's decisions reach the gateway's audit log: a module that
+// fails on a call fails it closed, and both the interceptor's failure
+// (direction interceptor, its module, server, and the phase starting its
+// reason) and the host request (identity, server, tool, decision) are
+// written.
+func TestInterceptorFailureAudited(t *testing.T) {
+	trap, err := filepath.Abs("../../../examples/handlers/wat/hostile/intercept-trap.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := demo("legacy")
+	entry["interceptors"] = []string{trap}
+	aud := &records{}
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"demo": entry}}, Options{Auditor: aud})
+	r := request("tools/call", map[string]any{"name": "demo__echo", "arguments": map[string]any{"text": "x"}})
+	r.Identity = &gateway.Identity{Name: "alice"}
+	if _, err := handle(t, h, r); err == nil || !strings.Contains(err.Error(), `interceptor "intercept-trap" failed on tools/call`) {
+		t.Fatalf("the call: %v, want the interceptor's failure", err)
+	}
+	aud.mu.Lock()
+	defer aud.mu.Unlock()
+	var got []string
+	for _, rec := range aud.recs {
+		if rec.Direction == "interceptor" {
+			got = append(got, fmt.Sprintf("interceptor %s %s %s %s", rec.Server, rec.Method, rec.Module, rec.Decision))
+			if !strings.HasPrefix(rec.Reason, "request: ") || !strings.Contains(rec.Reason, "unreachable") {
+				t.Errorf("interceptor record %+v", rec)
+			}
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s %s %s %s", rec.Direction, rec.Identity, rec.Server, rec.Method, rec.Tool, rec.Module, rec.Decision))
+	}
+	want := []string{"interceptor demo tools/call intercept-trap fail", "host alice demo tools/call echo  fail"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("audited\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
