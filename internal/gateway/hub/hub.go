@@ -19,6 +19,7 @@ import (
 	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/gateway/mrtr"
 	"github.com/snodo/snodo/internal/mcpconfig"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
@@ -69,6 +70,7 @@ type Hub struct {
 	backends map[string]*backend
 	names    []string // sorted
 	stateKey string
+	rounds   *mrtr.Rounds // the multi round-trip, sealed under stateKey
 	auditF   *os.File
 
 	mu       sync.Mutex
@@ -103,6 +105,13 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Hub, er
 	}
 	if err := sections.Decode("stateKey", &h.stateKey); err != nil {
 		return nil, err
+	}
+	key, err := mrtr.ParseKey(h.stateKey)
+	if err != nil {
+		return nil, fmt.Errorf("config %w", err)
+	}
+	if h.rounds, err = mrtr.New(key); err != nil {
+		return nil, fmt.Errorf("config stateKey: %w", err)
 	}
 	var as auditSection
 	if err := sections.Decode("audit", &as); err != nil {
@@ -232,8 +241,10 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 			})
 		}
 	}
+	// Each runner start wraps its modules' handlers, which the backend
+	// keeps for the multi round-trip's input requests (multiRound).
 	cfg.WrapModule = func(method, module string, hd snodo.Handler) snodo.Handler {
-		return snodo.HandlerFunc(func(ctx context.Context, m string, params json.RawMessage) (json.RawMessage, error) {
+		w := snodo.HandlerFunc(func(ctx context.Context, m string, params json.RawMessage) (json.RawMessage, error) {
 			started := time.Now()
 			res, err := hd.HandleRequest(ctx, m, params)
 			rec := gateway.AuditRecord{Direction: "server", Server: name, Method: m, Module: module, Decision: "allow"}
@@ -243,6 +254,8 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 			h.finishAudit(&rec, started, err)
 			return res, err
 		})
+		h.backends[name].captureModule(method, w)
+		return w
 	}
 	cfg.OnNotification = func(method string, params json.RawMessage) { h.onNotification(name, method, params) }
 	return cfg, nil
