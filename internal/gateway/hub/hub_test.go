@@ -577,7 +577,8 @@ func TestMultiRoundAcrossHubs(t *testing.T) {
 
 // A 2026-07-28 server's input that the server's Wasm module answers never
 // reaches a 2026-07-28 host: the gateway answers it and sends the next
-// round itself, and the module's answer is audited with the host's
+// round itself, with the modules of the server's current runner (after a
+// restart too), and the module's answer is audited with the host's
 // identity.
 func TestMultiRoundModuleAnswers(t *testing.T) {
 	accept, err := filepath.Abs("../../../examples/handlers/wat/accept/accept.wasm")
@@ -598,6 +599,33 @@ func TestMultiRoundModuleAnswers(t *testing.T) {
 	if err != nil || string(res["resultType"]) == `"input_required"` || !strings.Contains(toolText(t, res), "registered Wasm") {
 		t.Fatalf("answered by the module: %s %s %v", res["resultType"], res["content"], err)
 	}
+	// After the server's restart, the modules of its new runner answer.
+	b := h.backends["new"]
+	b.mu.Lock()
+	pid, changed := b.rt.Pid(), b.changed
+	b.mu.Unlock()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(bound)
+	for {
+		b.mu.Lock()
+		up, starts := b.rt != nil, b.starts
+		changed = b.changed
+		b.mu.Unlock()
+		if up && starts >= 2 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the server was not restarted")
+		}
+	}
+	res, err = handle(t, h, r)
+	if err != nil || string(res["resultType"]) == `"input_required"` || !strings.Contains(toolText(t, res), "registered Wasm") {
+		t.Fatalf("answered by the module after a restart: %s %s %v", res["resultType"], res["content"], err)
+	}
 	// The module answers elicitation only: the sampling input goes to
 	// the host.
 	res, err = handle(t, h, modernCall("new__sample", map[string]any{"prompt": "Hi?"}, nil, ""))
@@ -612,8 +640,8 @@ func TestMultiRoundModuleAnswers(t *testing.T) {
 			n++
 		}
 	}
-	if n != 1 {
-		t.Errorf("%d module answers audited, want 1: %+v", n, audit.recs)
+	if n != 2 {
+		t.Errorf("%d module answers audited, want 2: %+v", n, audit.recs)
 	}
 }
 
