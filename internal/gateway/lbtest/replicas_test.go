@@ -481,26 +481,7 @@ func TestGatewayReplicasBehindHAProxy(t *testing.T) {
 	if err := os.WriteFile(config, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var replicas []*gatewayReplica
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, name := range []string{"gw1", "gw2"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g := startReplica(t, snodoRun, config, name)
-			mu.Lock()
-			replicas = append(replicas, g)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if len(replicas) != 2 {
-		t.FailNow()
-	}
-	if replicas[0].name != "gw1" {
-		replicas[0], replicas[1] = replicas[1], replicas[0]
-	}
+	replicas := []*gatewayReplica{startReplica(t, snodoRun, config, "gw1"), startReplica(t, snodoRun, config, "gw2")}
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	c := &cluster{replicas: replicas, http: &http.Client{Transport: tr}, fresh: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	defer tr.CloseIdleConnections()
