@@ -701,6 +701,43 @@ func TestGatewayReplicasBehindHAProxy(t *testing.T) {
 		if len(servers) < 2 {
 			t.Fatalf("gw2 runs %d server processes, want 2", len(servers))
 		}
+		// Two long counts with progress, opened one after the other (round
+		// robin: one on each replica), each held until its first progress
+		// notification: the one on gw2 has begun its response when gw2
+		// dies, so haproxy cannot send it again and the host retries it.
+		type longResult struct {
+			text    string
+			retried bool
+			err     error
+		}
+		longs := make([]chan longResult, 2)
+		for k := range longs {
+			longs[k] = make(chan longResult, 1)
+			first := make(chan struct{})
+			go func() {
+				var r longResult
+				params := func() map[string]any {
+					var meta map[string]any
+					_ = json.Unmarshal([]byte(modernMeta), &meta)
+					meta["progressToken"] = fmt.Sprint("long-", k)
+					return map[string]any{"name": "demo__count", "arguments": map[string]any{"steps": 20, "delay_ms": 100}, "_meta": meta}
+				}
+				res, err := c.streamed(ctx, c.http, params(), first)
+				if errors.Is(err, errTransport) {
+					r.retried = true
+					res, err = c.streamed(ctx, c.fresh, params(), nil)
+				}
+				r.text, r.err = resultText(res), err
+				longs[k] <- r
+			}()
+			select {
+			case <-first:
+			case r := <-longs[k]:
+				t.Fatalf("long count %d ended before its first progress: %+v", k, r)
+			case <-time.After(wait):
+				t.Fatalf("long count %d: no progress within %v", k, wait)
+			}
+		}
 		var (
 			mu             sync.Mutex
 			calls, retries int
@@ -791,6 +828,25 @@ func TestGatewayReplicasBehindHAProxy(t *testing.T) {
 			t.Errorf("%d calls after the kill, want at least 20", callsAfterKill)
 		}
 		t.Logf("%d calls, %d after the kill, %d retried once on a transport error", calls, callsAfterKill, retries)
+		hostRetried := 0
+		for k, ch := range longs {
+			select {
+			case r := <-ch:
+				if r.err != nil || !strings.Contains(r.text, "counted to 20") {
+					t.Errorf("long count %d (retried by the host: %v): %q %v", k, r.retried, r.text, r.err)
+				}
+				if r.retried {
+					hostRetried++
+				}
+			case <-time.After(wait):
+				t.Errorf("long count %d did not end within %v", k, wait)
+			}
+		}
+		if hostRetried != 1 {
+			t.Errorf("%d of the 2 long counts were retried by the host, want 1 (the one on gw2)", hostRetried)
+		} else {
+			t.Log("the long count on gw2, its response begun, failed on transport and the host's retry completed")
+		}
 		// The dead replica's servers die with it (their parent-death
 		// signal): no process is left behind.
 		for _, pid := range servers {
@@ -909,4 +965,63 @@ func (c *cluster) listen(t *testing.T, ctx context.Context) (events <-chan strin
 		}
 	}()
 	return ch, fin
+}
+
+// streamed sends one 2026-07-28 tools/call with params through haproxy
+// with hc, expecting a response stream (a call with progress); first, when
+// not nil, is closed at its first progress notification. A stream that
+// ends without the response is a transport error.
+func (c *cluster) streamed(ctx context.Context, hc *http.Client, params map[string]any, first chan<- struct{}) (map[string]json.RawMessage, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": "tools/call", "params": params})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.lb.URL+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", params["name"].(string))
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errTransport, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		if resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable {
+			return nil, fmt.Errorf("%w: HTTP %d %s", errTransport, resp.StatusCode, b)
+		}
+		return nil, fmt.Errorf("HTTP %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage            `json:"id"`
+			Method string                     `json:"method"`
+			Result map[string]json.RawMessage `json:"result"`
+			Error  json.RawMessage            `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(d), &msg); err != nil {
+			return nil, fmt.Errorf("stream event %q: %v", d, err)
+		}
+		switch {
+		case msg.Method == "notifications/progress" && first != nil:
+			close(first)
+			first = nil
+		case msg.ID != nil && msg.Error != nil:
+			return nil, fmt.Errorf("JSON-RPC error %s", msg.Error)
+		case msg.ID != nil:
+			return msg.Result, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: the stream ended without the response (%v)", errTransport, sc.Err())
 }
