@@ -40,6 +40,10 @@ type backend struct {
 	listening bool
 	changed   chan struct{}
 	calls     []*call // in flight, oldest first
+	// modules are the handlers of rt's Wasm modules by method (as
+	// WrapModule wraps them); starting collects those of the runner being
+	// started, which supervise moves to modules with rt.
+	modules, starting map[string]snodo.Handler
 }
 
 // call is one host request in flight to a backend.
@@ -89,10 +93,14 @@ func (b *backend) supervise(ctx context.Context) {
 	delay := pol.Min
 	for {
 		started := time.Now()
+		b.mu.Lock()
+		b.starting = map[string]snodo.Handler{}
+		b.mu.Unlock()
 		rt, err := runtime.Start(ctx, b.cfg)
 		if err == nil {
 			b.mu.Lock()
 			b.rt, b.everUp, b.lastErr = rt, true, nil
+			b.modules, b.starting = b.starting, nil
 			b.starts++
 			b.signalLocked()
 			b.mu.Unlock()
@@ -113,7 +121,7 @@ func (b *backend) supervise(ctx context.Context) {
 			wcancel()
 			<-watched
 			b.mu.Lock()
-			b.rt, b.listening = nil, false
+			b.rt, b.listening, b.modules = nil, false, nil
 			b.mu.Unlock()
 			_ = rt.Close(context.Background())
 			if ctx.Err() != nil {
@@ -155,26 +163,48 @@ func (b *backend) supervise(ctx context.Context) {
 	}
 }
 
+// captureModule records h, the handler of a Wasm module of the runner
+// being started for method (runtime.Config.WrapModule).
+func (b *backend) captureModule(method string, h snodo.Handler) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.starting != nil {
+		b.starting[method] = h
+	}
+}
+
 // runner returns the backend's runner, or the -32000 error of a backend
 // that is down.
 func (b *backend) runner() (*runtime.Runner, error) {
+	rt, _, err := b.conn()
+	return rt, err
+}
+
+// conn returns the backend's runner and its Wasm modules' handlers by
+// method, or the -32000 error of a backend that is down.
+func (b *backend) conn() (*runtime.Runner, map[string]snodo.Handler, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.rt != nil {
-		return b.rt, nil
+		return b.rt, b.modules, nil
 	}
+	return nil, nil, b.downLocked()
+}
+
+// downLocked is the -32000 error of a backend that is down; b.mu is held.
+func (b *backend) downLocked() error {
 	switch {
 	case b.stopped:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is stopped: the gateway is shutting down", b.name)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is stopped: the gateway is shutting down", b.name)}
 	case b.disabled:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is disabled in the gateway's config", b.name)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is disabled in the gateway's config", b.name)}
 	case b.fatal != nil:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q cannot be started: %v; fix the gateway's config and restart it", b.name, b.fatal)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q cannot be started: %v; fix the gateway's config and restart it", b.name, b.fatal)}
 	case b.lastErr == nil:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is starting; try again shortly", b.name)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed, Message: fmt.Sprintf("server %q is starting; try again shortly", b.name)}
 	}
 	in := max(time.Until(b.next), 0).Round(time.Millisecond)
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed,
+	return &jsonrpc.Error{Code: jsonrpc.CodeConnectionClosed,
 		Message: fmt.Sprintf("server %q is down (%v); the next attempt to start it is in %v (at %s)", b.name, b.lastErr, in, b.next.UTC().Format(time.RFC3339))}
 }
 
@@ -197,7 +227,18 @@ func (b *backend) readiness() error {
 // request sends one request to the backend for host request r, under the
 // policy's admission and a client span.
 func (b *backend) request(ctx context.Context, r *gateway.Request, method, target string, params json.RawMessage, opts ...snodo.CallOption) (json.RawMessage, error) {
-	rt, err := b.runner()
+	return b.admitted(ctx, r, method, target, func(ctx context.Context, rt *runtime.Runner, _ map[string]snodo.Handler) (json.RawMessage, error) {
+		return rt.Client().Request(ctx, method, params, opts...)
+	})
+}
+
+// admitted runs f, which sends host request r's requests to the backend
+// (rt, whose Wasm modules' handlers by method are modules), under the
+// policy's admission, a client span, and as a call in flight, which the
+// server's requests made under f's ctx belong to.
+func (b *backend) admitted(ctx context.Context, r *gateway.Request, method, target string,
+	f func(ctx context.Context, rt *runtime.Runner, modules map[string]snodo.Handler) (json.RawMessage, error)) (res json.RawMessage, err error) {
+	rt, modules, err := b.conn()
 	if err != nil {
 		return nil, err
 	}
@@ -233,9 +274,7 @@ func (b *backend) request(ctx context.Context, r *gateway.Request, method, targe
 		// The server's interceptors see which host identity asked.
 		ctx = intercept.WithCaller(ctx, r.Identity.Name)
 	}
-	var res json.RawMessage
-	res, err = rt.Client().Request(ctx, method, params, opts...)
-	return res, err
+	return f(ctx, rt, modules)
 }
 
 // oldestCall is the oldest host request in flight to the backend, but

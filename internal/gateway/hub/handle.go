@@ -6,14 +6,17 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/gateway/mrtr"
 	"github.com/snodo/snodo/internal/guard"
 	"github.com/snodo/snodo/jsonrpc"
+	"github.com/snodo/snodo/runtime"
 )
 
 const (
@@ -408,13 +411,45 @@ func (h *Hub) call(ctx context.Context, r *gateway.Request, b *backend, target s
 	return b.request(ctx, r, r.Method, target, marshal(params), opts...)
 }
 
-// multiRound serves a 2026-07-28 host's multi round-trip request: the
-// backend's input requests that its Wasm modules do not answer go back to
-// the host in an input_required result, which the host answers by
-// retrying on any replica (package mrtr's Rounds.Call, given b's client,
-// the hub's stateKey and the modules as its AnswerFunc, is wired here).
-// Until then the request is sent as one call, and such an input request
-// is refused with -32601 (askModern).
+// multiRound serves a 2026-07-28 host's request: to a 2026-07-28 backend,
+// a multi round-trip request (package mrtr, sealed under the hub's
+// stateKey) whose input requests are answered by the server's Wasm modules
+// for the methods they answer, the others going back to the host in an
+// input_required result, which the host answers by retrying on any
+// replica with the same stateKey; to a legacy backend, one call.
 func (h *Hub) multiRound(ctx context.Context, r *gateway.Request, b *backend, target string, params map[string]json.RawMessage, opts []snodo.CallOption) (json.RawMessage, error) {
-	return b.request(ctx, r, r.Method, target, marshal(params), opts...)
+	return b.admitted(ctx, r, r.Method, target, func(ctx context.Context, rt *runtime.Runner, modules map[string]snodo.Handler) (json.RawMessage, error) {
+		c := rt.Client()
+		if c.Server().Era != snodo.EraModern {
+			return c.Request(ctx, r.Method, marshal(params), opts...)
+		}
+		rest, responses, state, err := mrtr.Split(marshal(params))
+		if err != nil {
+			return nil, err
+		}
+		return h.rounds.Call(ctx, optsClient{c, opts}, mrtr.CallRequest{
+			Server: b.name, Method: r.Method, Params: rest,
+			InputResponses: responses, RequestState: state,
+			Identity: identityName(r.Identity),
+			Answer: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
+				m := modules[method]
+				if m == nil {
+					return nil, false, nil
+				}
+				res, err := m.HandleRequest(ctx, method, params)
+				return res, err == nil, err
+			},
+		})
+	})
+}
+
+// optsClient is a backend's client that sends every request with the host
+// request's call options (progress, log level) too.
+type optsClient struct {
+	c    *snodo.Client
+	opts []snodo.CallOption
+}
+
+func (o optsClient) Request(ctx context.Context, method string, params json.RawMessage, opts ...snodo.CallOption) (json.RawMessage, error) {
+	return o.c.Request(ctx, method, params, append(slices.Clip(o.opts), opts...)...)
 }

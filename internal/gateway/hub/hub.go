@@ -80,6 +80,7 @@ type Hub struct {
 	backends map[string]*backend
 	names    []string // sorted
 	stateKey string
+	rounds   *mrtr.Rounds // the multi round-trip, sealed under stateKey
 	auditF   *os.File
 	// exchanges are the legacy servers' calls held open for 2026-07-28
 	// hosts, by requestState.
@@ -120,11 +121,12 @@ func New(ctx context.Context, sections gateway.Sections, opts Options) (*Hub, er
 	if err := sections.Decode("stateKey", &h.stateKey); err != nil {
 		return nil, err
 	}
-	// A stateKey that cannot seal (a token pasted in, the wrong length, an
-	// unset variable) is a config mistake: refused now, not at the first
-	// retry that lands on another replica. Its value is never shown.
-	if _, err := mrtr.ParseKey(h.stateKey); err != nil {
+	key, err := mrtr.ParseKey(h.stateKey)
+	if err != nil {
 		return nil, fmt.Errorf("config %w", err)
+	}
+	if h.rounds, err = mrtr.New(key); err != nil {
+		return nil, fmt.Errorf("config stateKey: %w", err)
 	}
 	var as auditSection
 	if err := sections.Decode("audit", &as); err != nil {
@@ -262,8 +264,10 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 			})
 		}
 	}
+	// Each runner start wraps its modules' handlers, which the backend
+	// keeps for the multi round-trip's input requests (multiRound).
 	cfg.WrapModule = func(method, module string, hd snodo.Handler) snodo.Handler {
-		return snodo.HandlerFunc(func(ctx context.Context, m string, params json.RawMessage) (json.RawMessage, error) {
+		w := snodo.HandlerFunc(func(ctx context.Context, m string, params json.RawMessage) (json.RawMessage, error) {
 			started := time.Now()
 			res, err := hd.HandleRequest(ctx, m, params)
 			rec := gateway.AuditRecord{Direction: "server", Server: name, Method: m, Module: module, Decision: "allow"}
@@ -273,6 +277,8 @@ func (h *Hub) runtimeConfig(ctx context.Context, name string, e serverEntry, mod
 			h.finishAudit(&rec, started, err)
 			return res, err
 		})
+		h.backends[name].captureModule(method, w)
+		return w
 	}
 	cfg.OnIntercept = func(e intercept.Event) { h.auditIntercept(name, e) }
 	cfg.OnNotification = func(method string, params json.RawMessage) { h.onNotification(name, method, params) }

@@ -496,12 +496,154 @@ func TestElicitationByModuleOrHost(t *testing.T) {
 			t.Errorf("%+v: %d refusals audited, want 1: %+v", tc, refused, audit.recs)
 		}
 	}
-	// A 2026-07-28 server's input for a 2026-07-28 host: refused naming
-	// the missing handler until the multi round-trip carries it.
+	// A 2026-07-28 server's input for a 2026-07-28 host: an
+	// input_required result (TestMultiRoundAcrossHubs).
 	r = request("tools/call", map[string]any{"name": "new__register", "arguments": map[string]any{}})
 	r.Modern, r.ClientCapabilities = true, json.RawMessage(`{"elicitation":{}}`)
-	if _, err = handle(t, h, r); code(err) != jsonrpc.CodeMethodNotFound || !strings.Contains(err.Error(), `elicitation/create asked by server "new": no Wasm handler module`) {
-		t.Errorf("a 2026-07-28 host and server: %v", err)
+	if res, err = handle(t, h, r); err != nil || string(res["resultType"]) != `"input_required"` {
+		t.Errorf("a 2026-07-28 host and server: %s %v", res["resultType"], err)
+	}
+}
+
+// testStateKey is a stateKey for the tests (64 hexadecimal digits).
+const testStateKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+// modernCall is a 2026-07-28 host's tools/call of tool with args, and the
+// host's inputResponses and requestState when set.
+func modernRetry(tool string, args any, responses any, state string) *gateway.Request {
+	p := map[string]any{"name": tool, "arguments": args}
+	if responses != nil {
+		p["inputResponses"] = responses
+	}
+	if state != "" {
+		p["requestState"] = state
+	}
+	r := request("tools/call", p)
+	r.Modern, r.ClientCapabilities = true, json.RawMessage(`{"elicitation":{}}`)
+	return r
+}
+
+// A 2026-07-28 server's input that no module answers reaches a 2026-07-28
+// host in an input_required result with a sealed requestState; the host's
+// retry completes through another hub with the same stateKey, and is
+// refused by a hub with another key before the server is asked again.
+func TestMultiRoundAcrossHubs(t *testing.T) {
+	config := func(key string) map[string]any {
+		return map[string]any{"mcpServers": map[string]any{"new": demo("modern")}, "stateKey": key}
+	}
+	audit1, audit2 := &records{}, &records{}
+	h1 := newHub(t, config(testStateKey), Options{Auditor: audit1})
+	h2 := newHub(t, config(testStateKey), Options{Auditor: audit2})
+	other := newHub(t, config(strings.Repeat("ab", 32)), Options{})
+
+	res, err := handle(t, h1, modernRetry("new__register", map[string]any{}, nil, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ir struct {
+		ResultType    string `json:"resultType"`
+		InputRequests map[string]struct {
+			Method string `json:"method"`
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	}
+	raw, _ := json.Marshal(res)
+	if err := json.Unmarshal(raw, &ir); err != nil || ir.ResultType != "input_required" ||
+		ir.InputRequests["registration"].Method != "elicitation/create" || !strings.HasPrefix(ir.RequestState, "s1.") {
+		t.Fatalf("first round: %s %v", raw, err)
+	}
+	answer := map[string]any{"registration": map[string]any{"action": "accept", "content": map[string]any{"name": "Host"}}}
+
+	if _, err := handle(t, other, modernRetry("new__register", map[string]any{}, answer, ir.RequestState)); code(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "requestState is not valid") {
+		t.Errorf("a retry on a hub with another stateKey: %v", err)
+	}
+	res, err = handle(t, h2, modernRetry("new__register", map[string]any{}, answer, ir.RequestState))
+	if err != nil || !strings.Contains(toolText(t, res), "registered Host") {
+		t.Fatalf("the retry on another hub: %s %v", res["content"], err)
+	}
+	// Each hub audited its own round as the host's tools/call.
+	for i, a := range []*records{audit1, audit2} {
+		a.mu.Lock()
+		n := 0
+		for _, rec := range a.recs {
+			if rec.Direction == "host" && rec.Method == "tools/call" && rec.Server == "new" && rec.Decision == "allow" {
+				n++
+			}
+		}
+		a.mu.Unlock()
+		if n != 1 {
+			t.Errorf("hub %d audited %d tools/call, want 1", i+1, n)
+		}
+	}
+}
+
+// A 2026-07-28 server's input that the server's Wasm module answers never
+// reaches a 2026-07-28 host: the gateway answers it and sends the next
+// round itself, with the modules of the server's current runner (after a
+// restart too), and the module's answer is audited with the host's
+// identity.
+func TestMultiRoundModuleAnswers(t *testing.T) {
+	accept, err := filepath.Abs("../../../examples/handlers/wat/accept/accept.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := demo("modern")
+	entry["handlers"] = []string{accept}
+	audit := &records{}
+	h := newHub(t, map[string]any{
+		"mcpServers": map[string]any{"new": entry},
+		"modules":    map[string]any{"accept": map[string]any{"config": map[string]any{"name": "Wasm"}}},
+		"stateKey":   testStateKey,
+	}, Options{Auditor: audit})
+	r := modernRetry("new__register", map[string]any{}, nil, "")
+	r.Identity = &gateway.Identity{Name: "alice"}
+	res, err := handle(t, h, r)
+	if err != nil || string(res["resultType"]) == `"input_required"` || !strings.Contains(toolText(t, res), "registered Wasm") {
+		t.Fatalf("answered by the module: %s %s %v", res["resultType"], res["content"], err)
+	}
+	// After the server's restart, the modules of its new runner answer.
+	b := h.backends["new"]
+	b.mu.Lock()
+	pid, changed := b.rt.Pid(), b.changed
+	b.mu.Unlock()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(bound)
+	for {
+		b.mu.Lock()
+		up, starts := b.rt != nil, b.starts
+		changed = b.changed
+		b.mu.Unlock()
+		if up && starts >= 2 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("the server was not restarted")
+		}
+	}
+	res, err = handle(t, h, r)
+	if err != nil || string(res["resultType"]) == `"input_required"` || !strings.Contains(toolText(t, res), "registered Wasm") {
+		t.Fatalf("answered by the module after a restart: %s %s %v", res["resultType"], res["content"], err)
+	}
+	// The module answers elicitation only: the sampling input goes to
+	// the host.
+	res, err = handle(t, h, modernRetry("new__sample", map[string]any{"prompt": "Hi?"}, nil, ""))
+	if err != nil || string(res["resultType"]) != `"input_required"` || !strings.Contains(string(res["inputRequests"]), "sampling/createMessage") {
+		t.Errorf("sampling, which no module answers: %s %s %v", res["resultType"], res["content"], err)
+	}
+	audit.mu.Lock()
+	defer audit.mu.Unlock()
+	n := 0
+	for _, rec := range audit.recs {
+		if rec.Direction == "server" && rec.Method == "elicitation/create" && rec.Module == "accept" && rec.Identity == "alice" && rec.Decision == "allow" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d module answers audited, want 2: %+v", n, audit.recs)
 	}
 }
 
@@ -864,8 +1006,8 @@ func TestConfigErrors(t *testing.T) {
 			"modules": map[string]any{"m": map[string]any{"trusted": true}}}, "modules.m.trusted"},
 		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"url": "http://u:p@127.0.0.1:1/mcp"}}}, "credentials"},
 		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "audit": map[string]any{"path": "x"}}, `unknown field "path"`},
-		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "stateKey": "s3cret-token"}, "stateKey must be 64 hexadecimal digits"},
-		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "stateKey": "env:SNODO_HUB_TEST_UNSET_STATE_KEY"}, `the environment variable "SNODO_HUB_TEST_UNSET_STATE_KEY" is not set`},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "stateKey": "not-hex"}, "config stateKey must be 64 hexadecimal digits"},
+		{map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": demoBin}}, "stateKey": "env:SNODO_HUB_TEST_UNSET_KEY"}, "SNODO_HUB_TEST_UNSET_KEY"},
 	} {
 		raw, _ := json.Marshal(tc.config)
 		s, err := gateway.ParseConfig(raw, ".json")

@@ -25,6 +25,7 @@ type replica struct {
 	name     string
 	srv      *httptest.Server
 	notReady atomic.Bool
+	drop     atomic.Bool // close the connection of a POST without answering
 	mu       sync.Mutex
 	sessions map[string]bool
 	posts    atomic.Int64
@@ -51,6 +52,16 @@ func (r *replica) serve(w http.ResponseWriter, req *http.Request) {
 		io.WriteString(w, "ready\n")
 	case req.URL.Path == "/mcp" && req.Method == http.MethodPost:
 		r.posts.Add(1)
+		if r.drop.Load() {
+			// As a replica that crashes while serving: the connection
+			// closes and not a byte is answered.
+			io.Copy(io.Discard, req.Body)
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
 		var msg struct {
 			Method string `json:"method"`
 		}
@@ -161,6 +172,27 @@ func TestHAProxySpreadsStatelessRequests(t *testing.T) {
 		if seen["a"] < 5 || seen["b"] < 5 {
 			t.Errorf("keep-alive %v: 20 stateless requests reached the replicas %v; want both, round robin", keepAlive, seen)
 		}
+	}
+}
+
+// A replica that closes a request's connection without answering (it
+// crashed while serving, before the health checks take it out) does not
+// fail the request: haproxy sends it to the other replica.
+func TestHAProxyRetriesARequestAReplicaDropped(t *testing.T) {
+	a, b, h := twoReplicas(t)
+	a.drop.Store(true)
+	for _, keepAlive := range []bool{true, false} {
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: !keepAlive}}
+		for i := range 6 {
+			status, rep, _ := post(t, c, h.URL, "tools/call", "")
+			if status != http.StatusOK || rep != "b" {
+				t.Errorf("keep-alive %v, request %d: status %d from %q; want 200 from b", keepAlive, i, status, rep)
+			}
+		}
+		c.CloseIdleConnections()
+	}
+	if a.posts.Load() == 0 || b.posts.Load() < 12 {
+		t.Errorf("a dropped %d requests, b served %d: the dropping replica was never tried", a.posts.Load(), b.posts.Load())
 	}
 }
 

@@ -2,7 +2,9 @@
 // (deploy/haproxy/haproxy.cfg) with a real haproxy in front of replicas on
 // 127.0.0.1, for tests: StartHAProxy. Only the frontend's bind address and
 // the backend's server lines are replaced; everything else is the file as
-// shipped, so the tests check what operators run.
+// shipped, so the tests check what operators run. The package's tests run
+// it in front of stand-in replicas, and in front of two real `snodo-run
+// gateway` replicas (TestGatewayReplicasBehindHAProxy).
 package lbtest
 
 import (
