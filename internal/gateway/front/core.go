@@ -18,6 +18,7 @@ import (
 
 	"github.com/snodo/snodo"
 	"github.com/snodo/snodo/internal/gateway"
+	"github.com/snodo/snodo/internal/gateway/telemetry"
 	"github.com/snodo/snodo/internal/proxy"
 	"github.com/snodo/snodo/jsonrpc"
 )
@@ -174,6 +175,11 @@ func (co *core) serve(ctx context.Context, c *call, sess *session, id *gateway.I
 		var end func(error)
 		ctx, end = co.tel.ServerSpan(ctx, c.req.Method, c.target(), c.meta, st.header)
 		defer func() { end(err) }()
+		transport := telemetry.TransportTCP
+		if st.header == nil {
+			transport = telemetry.TransportPipe // the stdio front has no headers
+		}
+		telemetry.SetRequest(ctx, r, transport)
 	}
 	if listen {
 		res, err = co.hub.Listen(ctx, r, st.notify)
