@@ -15,6 +15,7 @@ import (
 	"github.com/snodo/snodo/internal/gateway"
 	"github.com/snodo/snodo/internal/gateway/mrtr"
 	"github.com/snodo/snodo/internal/guard"
+	"github.com/snodo/snodo/internal/proxy"
 	"github.com/snodo/snodo/jsonrpc"
 	"github.com/snodo/snodo/runtime"
 )
@@ -427,7 +428,7 @@ func (h *Hub) multiRound(ctx context.Context, r *gateway.Request, b *backend, ta
 		if err != nil {
 			return nil, err
 		}
-		return h.rounds.Call(ctx, optsClient{c, opts}, mrtr.CallRequest{
+		res, err := h.rounds.Call(ctx, optsClient{c, opts}, mrtr.CallRequest{
 			Server: b.name, Method: r.Method, Params: rest,
 			InputResponses: responses, RequestState: state,
 			Identity: identityName(r.Identity),
@@ -440,7 +441,32 @@ func (h *Hub) multiRound(ctx context.Context, r *gateway.Request, b *backend, ta
 				return res, err == nil, err
 			},
 		})
+		if err != nil {
+			return nil, err
+		}
+		return res, undeclaredInput(b.name, r, res)
 	})
+}
+
+// undeclaredInput refuses an input_required result that would ask the
+// host for a capability it did not declare (-32601, as a legacy host
+// is refused a server request it did not declare), or returns nil.
+func undeclaredInput(server string, r *gateway.Request, res json.RawMessage) error {
+	var ir struct {
+		ResultType    string `json:"resultType"`
+		InputRequests map[string]struct {
+			Method string `json:"method"`
+		} `json:"inputRequests"`
+	}
+	if json.Unmarshal(res, &ir) != nil || ir.ResultType != "input_required" {
+		return nil
+	}
+	for _, in := range ir.InputRequests {
+		if !proxy.Declares(r.ClientCapabilities, in.Method) {
+			return noHandler(server, in.Method, fmt.Sprintf("and the host did not declare the %s capability", proxy.CapabilityName(in.Method)))
+		}
+	}
+	return nil
 }
 
 // optsClient is a backend's client that sends every request with the host

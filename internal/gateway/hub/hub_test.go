@@ -630,7 +630,9 @@ func TestMultiRoundModuleAnswers(t *testing.T) {
 	}
 	// The module answers elicitation only: the sampling input goes to
 	// the host.
-	res, err = handle(t, h, modernRetry("new__sample", map[string]any{"prompt": "Hi?"}, nil, ""))
+	sample := modernRetry("new__sample", map[string]any{"prompt": "Hi?"}, nil, "")
+	sample.ClientCapabilities = json.RawMessage(`{"elicitation":{},"sampling":{}}`)
+	res, err = handle(t, h, sample)
 	if err != nil || string(res["resultType"]) != `"input_required"` || !strings.Contains(string(res["inputRequests"]), "sampling/createMessage") {
 		t.Errorf("sampling, which no module answers: %s %s %v", res["resultType"], res["content"], err)
 	}
@@ -1314,5 +1316,25 @@ func TestInterceptorFailureAudited(t *testing.T) {
 	want := []string{"interceptor demo tools/call intercept-trap fail", "host alice demo tools/call echo  fail"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("audited\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A 2026-07-28 host is asked, in an input_required result, only for a
+// capability it declared: a server's elicitation for a host that declared
+// none is refused with -32601 naming it, as a legacy host's would be.
+func TestMultiRoundAsksOnlyDeclaredCapabilities(t *testing.T) {
+	h := newHub(t, map[string]any{"mcpServers": map[string]any{"new": demo("modern")}, "stateKey": testStateKey}, Options{})
+	r := modernRetry("new__register", map[string]any{}, nil, "")
+	r.ClientCapabilities = json.RawMessage(`{"sampling":{}}`)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	res, err := h.Handle(ctx, r)
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeMethodNotFound || !strings.Contains(je.Message, "did not declare the elicitation capability") {
+		t.Fatalf("a host without elicitation: %s %v, want -32601 naming the capability", res, err)
+	}
+	r.ClientCapabilities = json.RawMessage(`{"elicitation":{}}`)
+	if res, err := h.Handle(ctx, r); err != nil || !strings.Contains(string(res), "input_required") {
+		t.Fatalf("a host with elicitation: %s %v, want input_required", res, err)
 	}
 }
