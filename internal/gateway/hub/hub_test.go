@@ -604,7 +604,7 @@ func TestMultiRoundModuleAnswers(t *testing.T) {
 	// After the server's restart, the modules of its new runner answer.
 	b := h.backends["new"]
 	b.mu.Lock()
-	pid, changed := b.rt.Pid(), b.changed
+	pid := b.rt.Pid()
 	b.mu.Unlock()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -613,7 +613,7 @@ func TestMultiRoundModuleAnswers(t *testing.T) {
 	for {
 		b.mu.Lock()
 		up, starts := b.rt != nil, b.starts
-		changed = b.changed
+		changed := b.changed
 		b.mu.Unlock()
 		if up && starts >= 2 {
 			break
