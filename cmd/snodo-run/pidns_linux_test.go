@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // escapingServer starts a grandchild that calls setsid from a subshell that
@@ -45,7 +46,14 @@ func TestSIGKILLedSnodoRunTakesEveryDescendant(t *testing.T) {
 	inside := 0
 	r := cliWith(t, runOpts{env: []string{mark}, interrupt: func(p *os.Process, line string) {
 		if serverPid(line) > 0 && seen == nil {
-			seen = pidsWith(t, mark)
+			// The server writes its line while its setsid grandchild may
+			// still be on its way (the subshell forks it in the
+			// background): wait, boundedly, until all four are there.
+			for wait := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if seen = pidsWith(t, mark); len(seen) >= 4 || time.Now().After(wait) {
+					break
+				}
+			}
 			for _, pid := range seen {
 				if ns := pidNamespaceOf(pid); ns != "" && ns != self {
 					inside++
