@@ -132,6 +132,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 	m.logger = h.logger.With("wasm_module", name)
 
+	original := wasm
 	wasm, linearPages, err := m.prepare(ctx, cfg, wasm, pages)
 	if err != nil {
 		return nil, loadErr("%w", err)
@@ -188,6 +189,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 	m.manifest = manifest
 	m.pool.adopt(inst)
+	h.rememberManifest(cfg, original, manifest)
 
 	h.mu.Lock()
 	if h.closed {
