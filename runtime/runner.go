@@ -247,6 +247,10 @@ func (r *Runner) prepareModules() error {
 	return nil
 }
 
+// beforeLoad, when not nil, is called before each module is loaded: tests
+// hold a module's loading with it.
+var beforeLoad func(name string)
+
 // loadSlots loads the modules one after another, up to the first that
 // fails (whose slot index and *LoadError it returns); a call waiting on a
 // slot goes on once its module is loaded or has failed. A module whose
@@ -259,6 +263,9 @@ func (r *Runner) loadSlots(ctx context.Context) (int, error) {
 			s.err = &LoadError{Module: s.name, Path: s.cfg.Path, Err: fmt.Errorf("not loaded: module %s failed to load", first.name)}
 			close(s.ready)
 			continue
+		}
+		if beforeLoad != nil {
+			beforeLoad(s.name)
 		}
 		m, err := r.host.Load(ctx, s.cfg)
 		switch {
