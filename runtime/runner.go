@@ -95,7 +95,15 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // the client in the era Config.Protocol asks for. ctx bounds the start
 // only; the Runner runs until Close.
 //
-// A failure to load a module is a *LoadError. A server that cannot be
+// The modules are read and checked against their sha256 pins first. They
+// then load while the server starts; when the compilation cache holds the
+// manifest of every module (recorded by an earlier load of the same bytes
+// and configuration), the client connects while they load too, and a
+// server request that comes first waits for its module. Start returns once
+// every module is loaded.
+//
+// A failure to load a module is a *LoadError, the same whether it comes
+// before or while connecting. A server that cannot be
 // started, or that exits before answering, is a -32000 connection error
 // whose message ends with the tail of the server's stderr. A remote
 // server that cannot be reached, or refuses the client, is the HTTP

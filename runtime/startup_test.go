@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/snodo/snodo/abi"
 	"github.com/snodo/snodo/handlers/wasm"
+	"github.com/snodo/snodo/jsonrpc"
 )
 
 // waitBound bounds a wait for something that happens at once on an idle
@@ -222,5 +225,31 @@ func TestModuleThatFailsToLoadWhileConnectingFailsStartWithTheSameError(t *testi
 	}
 	if got.Error() != want.Error() || got.Module != want.Module || got.Path != want.Path {
 		t.Fatalf("Start while connecting: %v\nwant, as when the module is loaded first: %v", got, want)
+	}
+}
+
+// A module that describes itself otherwise than its manifest record
+// foretold (the server was told of the capabilities the record declares)
+// fails to load, and a request waiting for it is not answered by it.
+func TestModuleThatDescribesItselfOtherwiseThanForetoldFailsToLoad(t *testing.T) {
+	examples(t)
+	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close(context.Background())
+	r := &Runner{host: host, log: slog.New(slog.DiscardHandler)}
+	s := newSlot(ModuleConfig{Path: elicitWasm}, 0)
+	s.manifest, s.foretold = abi.Manifest{ABI: 1, Methods: []string{abi.MethodSamplingCreate}}, true
+	r.slots = []*slot{s}
+	_, err = r.loadSlots(context.Background())
+	var le *LoadError
+	if !errors.As(err, &le) || le.Module != "elicit-policy" || !strings.Contains(err.Error(), "describes itself as") || !strings.Contains(err.Error(), abi.MethodSamplingCreate) {
+		t.Fatalf("loadSlots: %v, want a *LoadError saying the module describes itself otherwise", err)
+	}
+	res, err := s.HandleRequest(context.Background(), abi.MethodSamplingCreate, json.RawMessage(`{}`))
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInternalError || !strings.Contains(je.Message, "failed to load") {
+		t.Fatalf("a request of the module: %s, %v; want -32603, failed to load", res, err)
 	}
 }

@@ -134,7 +134,7 @@ func (c *diskCache) putManifest(key [sha256.Size]byte, m abi.Manifest) error {
 func (h *Host) CachedManifest(cfg ModuleConfig) (wasm []byte, m abi.Manifest, ok bool, err error) {
 	wasm, err = readPinned(cfg)
 	if err != nil {
-		return nil, abi.Manifest{}, false, fmt.Errorf("wasm module %q: %w", ModuleName(cfg), err)
+		return nil, abi.Manifest{}, false, loadError(ModuleName(cfg), "%w", err)
 	}
 	if h.disk == nil {
 		return wasm, abi.Manifest{}, false, nil

@@ -84,10 +84,7 @@ func ModuleName(cfg ModuleConfig) string {
 // what is missing or wrong.
 func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	name := ModuleName(cfg)
-	loadErr := func(format string, args ...any) error {
-		e := fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
-		return &escapedError{msg: SanitizeText(e.Error()), err: errors.Unwrap(e)}
-	}
+	loadErr := func(format string, args ...any) error { return loadError(name, format, args...) }
 	wasm, err := readPinned(cfg)
 	if err != nil {
 		return nil, loadErr("%w", err)
@@ -200,6 +197,12 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	h.modules = append(h.modules, m)
 	h.mu.Unlock()
 	return m, nil
+}
+
+// loadError is the error of Load for the module name.
+func loadError(name, format string, args ...any) error {
+	e := fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
+	return &escapedError{msg: SanitizeText(e.Error()), err: errors.Unwrap(e)}
 }
 
 // readPinned returns the module's bytes, read from cfg.Path unless given
