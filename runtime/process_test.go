@@ -136,6 +136,26 @@ func runHelper() {
 				fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","content":[{"type":"text","text":"answered %d"}]}}`+"\n", m.ID, len(m.Params.InputResponses))
 			}
 		}
+	case "ask-at-init": // answers initialize, asks an elicitation, says what it was answered
+		answerInitialize()
+		fmt.Println(`{"jsonrpc":"2.0","id":"q","method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}`)
+		fmt.Fprintln(os.Stderr, "asked")
+		for {
+			line, err := helperStdin.ReadString('\n')
+			if err != nil {
+				os.Exit(0)
+			}
+			if strings.Contains(line, `"id":"q"`) && !strings.Contains(line, `"method"`) {
+				fmt.Fprint(os.Stderr, "answer: "+line)
+			}
+		}
+	case "silent-init": // says it got the first request, and never answers
+		if _, err := helperStdin.ReadString('\n'); err != nil {
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "got initialize")
+		_, _ = io.Copy(io.Discard, helperStdin)
+		os.Exit(0)
 	case "task-relay": // a 2025-11-25 server that relays requests to the client (clienttasks_test.go)
 		serveTaskRelay()
 		os.Exit(0)

@@ -36,11 +36,13 @@ type Runner struct {
 	client *snodo.Client
 	host   *wasm.Host
 
-	handlers   map[string]*wasm.Module // by method
-	progress   *wasm.Module
-	subscriber *wasm.Module
+	// slots are the modules, in the order they are loaded (see slot).
+	slots      []*slot
+	handlers   map[string]*slot // by method
+	progress   *slot
+	subscriber *slot
 	// interceptors are the Interceptors modules, in order.
-	interceptors []*wasm.Module
+	interceptors []*slot
 
 	stderr     *tail
 	stderrDone chan struct{}
@@ -93,7 +95,15 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // the client in the era Config.Protocol asks for. ctx bounds the start
 // only; the Runner runs until Close.
 //
-// A failure to load a module is a *LoadError. A server that cannot be
+// The modules are read and checked against their sha256 pins first. They
+// then load while the server starts; when the compilation cache holds the
+// manifest of every module (recorded by an earlier load of the same bytes
+// and configuration), the client connects while they load too, and a
+// server request that comes first waits for its module. Start returns once
+// every module is loaded.
+//
+// A failure to load a module is a *LoadError, the same whether it comes
+// before or while connecting. A server that cannot be
 // started, or that exits before answering, is a -32000 connection error
 // whose message ends with the tail of the server's stderr. A remote
 // server that cannot be reached, or refuses the client, is the HTTP
@@ -120,7 +130,7 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 	if cfg.RootsWait == 0 {
 		cfg.RootsWait = DefaultRootsWait
 	}
-	r := &Runner{cfg: cfg, log: cfg.Logger, handlers: map[string]*wasm.Module{}}
+	r := &Runner{cfg: cfg, log: cfg.Logger, handlers: map[string]*slot{}}
 	r.roots.init()
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -130,25 +140,98 @@ func Start(ctx context.Context, cfg Config) (rt *Runner, err error) {
 			_ = r.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := r.loadModules(ctx); err != nil {
+	if err := r.prepareModules(); err != nil {
 		return nil, err
+	}
+	// The modules load while the server starts and the client connects:
+	// each handler waits for its module. A module that fails to load
+	// fails Start with the error it failed with, as if it had been
+	// loaded first, and cuts the connecting short.
+	startCtx, cancelStart := context.WithCancelCause(ctx)
+	defer cancelStart(nil)
+	type loadResult struct {
+		index int
+		err   error
+	}
+	loaded := make(chan loadResult, 1)
+	go func() {
+		i, err := r.loadSlots(ctx)
+		if err != nil {
+			cancelStart(err)
+		}
+		loaded <- loadResult{i, err}
+	}()
+	var result *loadResult
+	wait := func() loadResult {
+		if result == nil {
+			lr := <-loaded
+			result = &lr
+		}
+		return *result
+	}
+	defer wait() // before Close: nothing loads once Start has returned
+	// failed is the error of Start for err: a module's failure to load
+	// comes first, as it did when the modules were loaded first.
+	failed := func(err error) error {
+		if lr := wait(); lr.err != nil {
+			return lr.err
+		}
+		return err
+	}
+	foretold := true
+	for _, s := range r.slots {
+		foretold = foretold && s.foretold
 	}
 	if cfg.Server.Remote() {
 		if err := r.startRemote(); err != nil {
-			return nil, err
+			return nil, failed(err)
 		}
-	} else if err := r.startServer(ctx); err != nil {
+	} else if err := r.startServer(startCtx); err != nil {
+		return nil, failed(err)
+	}
+	if !foretold {
+		// The capabilities to declare come from the manifests: the
+		// modules must be loaded first.
+		if lr := wait(); lr.err != nil {
+			return nil, lr.err
+		}
+		for _, s := range r.slots {
+			s.manifest = s.m.Manifest()
+		}
+	}
+	if i, err := r.route(); err != nil {
+		if lr := wait(); lr.err != nil && lr.index <= i {
+			return nil, lr.err
+		}
 		return nil, err
 	}
-	if err := r.connectWithin(ctx); err != nil {
-		return nil, err
+	if err := r.connectWithin(startCtx); err != nil {
+		return nil, failed(err)
+	}
+	if lr := wait(); lr.err != nil {
+		return nil, lr.err
 	}
 	return r, nil
 }
 
-// loadModules loads every module of the configuration in one Wasm host.
-func (r *Runner) loadModules(ctx context.Context) error {
-	if len(r.cfg.Handlers) == 0 && r.cfg.Progress == nil && r.cfg.Subscriber == nil && len(r.cfg.Interceptors) == 0 {
+// prepareModules makes the Wasm host and one slot per module of the
+// configuration, in the order they are loaded: the handlers, the progress
+// module, the subscriber, the interceptors. It reads each module and
+// checks its sha256 pin before anything else, and takes the module's
+// manifest from the compilation cache's record when there is one.
+func (r *Runner) prepareModules() error {
+	var cfgs []ModuleConfig
+	for _, h := range r.cfg.Handlers {
+		cfgs = append(cfgs, h.ModuleConfig)
+	}
+	if r.cfg.Progress != nil {
+		cfgs = append(cfgs, *r.cfg.Progress)
+	}
+	if r.cfg.Subscriber != nil {
+		cfgs = append(cfgs, *r.cfg.Subscriber)
+	}
+	cfgs = append(cfgs, r.cfg.Interceptors...)
+	if len(cfgs) == 0 {
 		return nil
 	}
 	host, err := wasm.NewHost(wasm.HostConfig{CacheDir: r.cfg.CacheDir, Logger: r.log, CompileIn: r.cfg.CompileIn})
@@ -156,72 +239,119 @@ func (r *Runner) loadModules(ctx context.Context) error {
 		return err
 	}
 	r.host = host
-	load := func(mc ModuleConfig) (*wasm.Module, error) {
+	for i, mc := range cfgs {
 		if mc.MaxInstances == 0 {
 			mc.MaxInstances = r.cfg.MaxServerRequests
 		}
-		m, err := host.Load(ctx, mc)
+		s := newSlot(mc, i)
+		bin, manifest, ok, err := host.CachedManifest(mc)
 		if err != nil {
-			return nil, &LoadError{Module: wasm.ModuleName(mc), Path: mc.Path, Err: err}
+			return &LoadError{Module: s.name, Path: mc.Path, Err: err}
 		}
-		r.log.Debug("loaded wasm module", "module", m.Name(), "path", mc.Path, "manifest", m.Manifest())
-		return m, nil
+		s.cfg.Wasm = bin // read once: Load compiles these very bytes
+		s.manifest, s.foretold = manifest, ok
+		r.slots = append(r.slots, s)
 	}
-	for _, h := range r.cfg.Handlers {
-		m, err := load(h.ModuleConfig)
-		if err != nil {
-			return err
+	return nil
+}
+
+// beforeLoad, when not nil, is called before each module is loaded: tests
+// hold a module's loading with it.
+var beforeLoad func(name string)
+
+// loadSlots loads the modules one after another, up to the first that
+// fails (whose slot index and *LoadError it returns); a call waiting on a
+// slot goes on once its module is loaded or has failed. A module whose
+// manifest is not the one foretold fails: the server was told of the
+// capabilities the foretold one declares.
+func (r *Runner) loadSlots(ctx context.Context) (int, error) {
+	var first *slot
+	for _, s := range r.slots {
+		if first != nil {
+			s.err = &LoadError{Module: s.name, Path: s.cfg.Path, Err: fmt.Errorf("not loaded: module %s failed to load", first.name)}
+			close(s.ready)
+			continue
 		}
+		if beforeLoad != nil {
+			beforeLoad(s.name)
+		}
+		m, err := r.host.Load(ctx, s.cfg)
+		switch {
+		case err != nil:
+			s.err = &LoadError{Module: s.name, Path: s.cfg.Path, Err: err}
+		case s.foretold && !wasm.SameManifest(m.Manifest(), s.manifest):
+			s.err = &LoadError{Module: s.name, Path: s.cfg.Path, Err: fmt.Errorf(
+				"it describes itself as %s, not as %s, the manifest the compilation cache recorded when it last loaded these bytes, already declared to the server; the cache now records the new one: run again",
+				manifestJSON(m.Manifest()), manifestJSON(s.manifest))}
+		default:
+			s.m = m
+			r.log.Debug("loaded wasm module", "module", m.Name(), "path", s.cfg.Path, "manifest", m.Manifest())
+		}
+		close(s.ready)
+		if s.err != nil {
+			first = s
+		}
+	}
+	if first != nil {
+		return first.index, first.err
+	}
+	return -1, nil
+}
+
+func manifestJSON(m abi.Manifest) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// route gives each slot its part by its manifest: the request methods it
+// answers, progress, events, interception. It returns the index of the
+// first slot that cannot take its part, and why.
+func (r *Runner) route() (int, error) {
+	i := 0
+	next := func() *slot { s := r.slots[i]; i++; return s }
+	for _, h := range r.cfg.Handlers {
+		s := next()
 		methods := h.Methods
 		if len(methods) == 0 {
-			methods = m.Manifest().Methods
+			methods = s.manifest.Methods
 		}
 		if len(methods) == 0 {
-			return &LoadError{Module: m.Name(), Path: h.Path, Err: errors.New("the module answers no request method (it declares none)")}
+			return s.index, &LoadError{Module: s.name, Path: h.Path, Err: errors.New("the module answers no request method (it declares none)")}
 		}
 		for _, method := range methods {
 			if !abi.IsKnownMethod(method) {
-				return &LoadError{Module: m.Name(), Path: h.Path, Err: fmt.Errorf("unknown method %q (known: %s)", method, strings.Join(abi.KnownMethods, ", "))}
+				return s.index, &LoadError{Module: s.name, Path: h.Path, Err: fmt.Errorf("unknown method %q (known: %s)", method, strings.Join(abi.KnownMethods, ", "))}
 			}
-			if !m.Manifest().Answers(method) {
-				return &LoadError{Module: m.Name(), Path: h.Path, Err: fmt.Errorf("the module does not declare %s (it declares %v)", method, m.Manifest().Methods)}
+			if !s.manifest.Answers(method) {
+				return s.index, &LoadError{Module: s.name, Path: h.Path, Err: fmt.Errorf("the module does not declare %s (it declares %v)", method, s.manifest.Methods)}
 			}
 			// A later module for the same method replaces an earlier one:
 			// flags come after the configuration file.
-			r.handlers[method] = m
+			r.handlers[method] = s
 		}
 	}
 	if r.cfg.Progress != nil {
-		m, err := load(*r.cfg.Progress)
-		if err != nil {
-			return err
+		s := next()
+		if !s.manifest.Progress {
+			return s.index, &LoadError{Module: s.name, Path: r.cfg.Progress.Path, Err: errors.New(`the module does not consume progress (its manifest lacks "progress": true)`)}
 		}
-		if !m.Manifest().Progress {
-			return &LoadError{Module: m.Name(), Path: r.cfg.Progress.Path, Err: errors.New(`the module does not consume progress (its manifest lacks "progress": true)`)}
-		}
-		r.progress = m
+		r.progress = s
 	}
 	if r.cfg.Subscriber != nil {
-		m, err := load(*r.cfg.Subscriber)
-		if err != nil {
-			return err
+		s := next()
+		if !s.manifest.Events {
+			return s.index, &LoadError{Module: s.name, Path: r.cfg.Subscriber.Path, Err: errors.New(`the module does not consume subscription events (its manifest lacks "events": true)`)}
 		}
-		if !m.Manifest().Events {
-			return &LoadError{Module: m.Name(), Path: r.cfg.Subscriber.Path, Err: errors.New(`the module does not consume subscription events (its manifest lacks "events": true)`)}
-		}
-		r.subscriber = m
+		r.subscriber = s
 	}
 	for _, mc := range r.cfg.Interceptors {
-		m, err := load(mc)
-		if err != nil {
-			return err
+		s := next()
+		if s.manifest.Intercept == nil {
+			return s.index, &LoadError{Module: s.name, Path: mc.Path, Err: errors.New(`the module intercepts nothing (its manifest lacks "intercept", which needs "abi": 2)`)}
 		}
-		if m.Manifest().Intercept == nil {
-			return &LoadError{Module: m.Name(), Path: mc.Path, Err: errors.New(`the module intercepts nothing (its manifest lacks "intercept", which needs "abi": 2)`)}
-		}
-		r.interceptors = append(r.interceptors, m)
+		r.interceptors = append(r.interceptors, s)
 	}
-	return nil
+	return -1, nil
 }
 
 // startServer starts the server process with its stderr on a pipe of our
@@ -358,13 +488,13 @@ func (r *Runner) clientOptions() snodo.Options {
 	if opts.OnNotification == nil {
 		opts.OnNotification = r.cfg.OnNotification
 	}
-	for method, m := range r.handlers {
-		var h snodo.Handler = m
+	for method, s := range r.handlers {
+		var h snodo.Handler = s
 		if r.cfg.WrapModule != nil {
-			h = r.cfg.WrapModule(method, m.Name(), h)
+			h = r.cfg.WrapModule(method, s.name, h)
 		}
-		opts.Handlers[method] = r.roots.watch(method, r.recording(m.Name(), h))
-		if method == abi.MethodSamplingCreate && m.Manifest().SamplingTools && r.cfg.Native[method] == nil {
+		opts.Handlers[method] = r.roots.watch(method, r.recording(s.name, h))
+		if method == abi.MethodSamplingCreate && s.manifest.SamplingTools && r.cfg.Native[method] == nil {
 			// The module answers sampling requests with tools.
 			opts.SamplingTools = true
 		}
@@ -382,7 +512,7 @@ func (r *Runner) clientOptions() snodo.Options {
 	// through Client.
 	if m := r.progress; m != nil {
 		clienthook.SetProgressConsumer(&opts, func(ctx context.Context, params json.RawMessage) error {
-			err := m.ProgressFunc(ctx)(params)
+			err := m.progress(ctx, params)
 			if err != nil {
 				r.log.Debug("progress module stopped the call", "module", m.Name(), "error", err)
 			}
@@ -391,7 +521,7 @@ func (r *Runner) clientOptions() snodo.Options {
 	}
 	if m := r.subscriber; m != nil {
 		clienthook.SetEventConsumer(&opts, func(ctx context.Context, method string, params json.RawMessage) (bool, error) {
-			stop, err := m.ConsumeEvent(ctx, method, params)
+			stop, err := m.event(ctx, method, params)
 			if stop {
 				r.log.Debug("subscriber module ended the subscription", "module", m.Name())
 			}

@@ -57,7 +57,7 @@ func swapModule(t testing.TB, which int) []byte {
 }
 
 // cacheFiles returns the regular files under dir, by path, validation
-// records aside.
+// and manifest records aside.
 func cacheFiles(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
@@ -65,7 +65,7 @@ func cacheFiles(t testing.TB, dir string) map[string][]byte {
 		if err != nil {
 			return err
 		}
-		if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), "valid-") {
+		if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), "valid-") && !strings.HasPrefix(d.Name(), "manifest-") {
 			b, err := os.ReadFile(p)
 			if err != nil {
 				return err

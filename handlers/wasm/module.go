@@ -84,10 +84,7 @@ func ModuleName(cfg ModuleConfig) string {
 // what is missing or wrong.
 func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	name := ModuleName(cfg)
-	loadErr := func(format string, args ...any) error {
-		e := fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
-		return &escapedError{msg: SanitizeText(e.Error()), err: errors.Unwrap(e)}
-	}
+	loadErr := func(format string, args ...any) error { return loadError(name, format, args...) }
 	wasm, err := readPinned(cfg)
 	if err != nil {
 		return nil, loadErr("%w", err)
@@ -132,6 +129,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 	m.logger = h.logger.With("wasm_module", name)
 
+	original := wasm
 	wasm, linearPages, err := m.prepare(ctx, cfg, wasm, pages)
 	if err != nil {
 		return nil, loadErr("%w", err)
@@ -188,6 +186,7 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	}
 	m.manifest = manifest
 	m.pool.adopt(inst)
+	h.rememberManifest(cfg, original, manifest)
 
 	h.mu.Lock()
 	if h.closed {
@@ -198,6 +197,12 @@ func (h *Host) Load(ctx context.Context, cfg ModuleConfig) (*Module, error) {
 	h.modules = append(h.modules, m)
 	h.mu.Unlock()
 	return m, nil
+}
+
+// loadError is the error of Load for the module name.
+func loadError(name, format string, args ...any) error {
+	e := fmt.Errorf("wasm module %q: "+format, append([]any{name}, args...)...)
+	return &escapedError{msg: SanitizeText(e.Error()), err: errors.Unwrap(e)}
 }
 
 // readPinned returns the module's bytes, read from cfg.Path unless given

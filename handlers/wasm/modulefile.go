@@ -37,7 +37,9 @@ func ReadModuleFile(path string, limit int64) ([]byte, error) {
 	if fi.Size() > limit {
 		return nil, sizeCapError(path, fi.Size(), limit)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	// Into a buffer of the file's size (and a byte to see growth): a
+	// module is megabytes, which io.ReadAll would grow into step by step.
+	b, err := readAllSized(io.LimitReader(f, limit+1), fi.Size()+1)
 	if err != nil {
 		return nil, pathError("read", path, err)
 	}
@@ -45,6 +47,24 @@ func ReadModuleFile(path string, limit int64) ([]byte, error) {
 		return nil, sizeCapError(path, int64(len(b)), limit)
 	}
 	return b, nil
+}
+
+// readAllSized is io.ReadAll starting with a buffer of size bytes.
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, size)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 func moduleCap(limit int64) int64 {
