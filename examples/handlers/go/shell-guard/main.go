@@ -1,0 +1,219 @@
+// Command shell-guard is a Snodo interceptor module (ABI version 2) that
+// refuses dangerous command lines sent to a server's shell-like tools,
+// before the server sees them:
+//
+//	{
+//	  "tools": ["run_command", "shell", "exec"],
+//	  "argument": "command",
+//	  "deny": ["git push --force", "kubectl delete"],
+//	  "allow": ["ls", "cat", "git", "grep"]
+//	}
+//
+// A deny-list is a speed bump, not a sandbox. A shell is a programming
+// language: there are always more ways to spell a command than a list can
+// name (a script written to a file and run, a binary fetched under another
+// name, base64 decoded into a variable, an interpreter such as python or
+// perl, a server that runs the string through something other than a POSIX
+// shell …). Use shell-guard to stop a model's mistakes and the common
+// tricks, and confine the server itself — a container, a read-only
+// filesystem, an unprivileged user, no network — for anything that matters.
+// The reliable control is an allow-list: with "allow", only command lines
+// whose every command is listed go.
+//
+// For each tools/call of the listed "tools" (default: run_command, shell,
+// exec), the argument named "argument" (default: command) must be a string;
+// a call without it, or with another JSON type, is refused. The string is
+// read as a POSIX shell would read it, and every command it would run is
+// checked: each command of a list or a pipeline (; & && || | |& newline),
+// in subshells and groups, in command and process substitutions ($(…),
+// `…`, <(…)), in here-documents (read as commands), in the code given to
+// sh -c, bash -c, su -c and eval, and behind wrappers (sudo, doas, env,
+// nohup, nice, timeout, xargs, find -exec, busybox …). Before that,
+//
+//   - JSON escapes are decoded (\u0072m is rm);
+//   - fullwidth letters, mathematical letters and the Cyrillic and Greek
+//     look-alikes of Latin letters are read as the Latin letters, Unicode
+//     spaces as spaces, look-alike dashes and slashes as - and /, and
+//     invisible characters (zero-width spaces, joiners, bidirectional
+//     controls, soft hyphens) are dropped; a control character other than
+//     tab, newline and carriage return refuses the line;
+//   - quotes and backslashes are removed the way the shell removes them
+//     (r”m, "rm", \rm, $'\x72m' are rm), brace expansion is expanded
+//     ({rm,-rf,/} is rm -rf /) and $IFS separates words;
+//   - a leading path is dropped from a command's name (/bin/rm is rm), case
+//     is ignored (RM is rm), and assignments before it (FOO=1 rm) are
+//     skipped;
+//   - short options are read one by one, in any order, joined or apart
+//     (-rf, -fr, -r -f), and long ones by any abbreviation (--rec).
+//
+// Refused by default:
+//
+//   - rm recursive on / or a top-level system directory (/etc, /usr …), on
+//     ~ or $HOME, on a path made only of an expansion ($X, $X/*), or given
+//     its paths by xargs; rm --no-preserve-root;
+//   - mkfs (and mkfs.*, mke2fs, mkswap, wipefs);
+//   - dd of=/dev/… (other than /dev/null, /dev/zero, /dev/stdout,
+//     /dev/stderr); writing to a disk device (/dev/sd…, /dev/nvme…,
+//     /dev/hd…, /dev/vd…, /dev/mmcblk… …) by redirection, tee, cp or mv;
+//   - a function that starts copies of itself: the fork bomb :(){ :|:& };:
+//   - chmod, chown and chgrp on / or a top-level system directory;
+//   - shutdown, reboot, halt, poweroff, systemctl poweroff/reboot/halt/kexec,
+//     init or telinit 0 and 6;
+//   - piping anything into a shell (curl … | sh, wget -O- … | sudo bash),
+//     a shell or source given a process substitution (bash <(curl …)), and
+//     sh -c or eval given code made by a command substitution;
+//   - a command whose name is computed when it runs ($CMD, $(which rm));
+//   - a line the reader cannot read (an unterminated quote, an unbalanced
+//     parenthesis).
+//
+// Each "deny" pattern adds a rule: a command words, the first its name
+// (compared as above), the others options or arguments that must all be
+// present, in any order ("git push --force" refuses git push -v --force
+// origin; "rm -r -f" refuses rm -fr). The defaults always apply.
+//
+// With "allow", the first word of every command the line would run — in
+// substitutions and sh -c code too — must be one of the listed names,
+// exactly (a path is not dropped: "ls" does not allow /tmp/ls), and the
+// defaults still apply. Listing a shell, env, sudo, xargs, find or another
+// command that runs commands allows whatever it runs.
+//
+// Denied calls fail with -32030 and the reason; nothing is sent. Calls of
+// other tools pass unchanged.
+//
+// Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o shell-guard.wasm .
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/snodo/snodo/abi/guest"
+)
+
+type config struct {
+	Tools    []string `json:"tools"`
+	Argument string   `json:"argument"`
+	Deny     []string `json:"deny"`
+	Allow    []string `json:"allow"`
+}
+
+var (
+	loaded   bool
+	cfg      config
+	patterns []pattern
+	allow    map[string]bool
+)
+
+func init() {
+	guest.SetName("shell-guard")
+	guest.InterceptRequests(guard, "tools/call")
+}
+
+func main() {}
+
+func setup() error {
+	if loaded {
+		return nil
+	}
+	c, err := loadConfig(guest.ConfigBytes())
+	if err != nil {
+		return err
+	}
+	cfg, loaded = c, true
+	return nil
+}
+
+// loadConfig reads and checks the configuration, and compiles its
+// patterns and allow-list.
+func loadConfig(b []byte) (config, error) {
+	var c config
+	if len(bytes.TrimSpace(b)) > 0 && string(bytes.TrimSpace(b)) != "null" {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&c); err != nil {
+			return c, fmt.Errorf(`shell-guard: configuration: %v (want {"tools": [names], "argument": name, "deny": [patterns], "allow": [names]})`, err)
+		}
+	}
+	if c.Tools == nil {
+		c.Tools = []string{"run_command", "shell", "exec"}
+	}
+	if len(c.Tools) == 0 || slices.Contains(c.Tools, "") {
+		return c, errors.New(`shell-guard: "tools" must list the names of the shell-like tools (omit it for run_command, shell, exec)`)
+	}
+	if c.Argument == "" {
+		c.Argument = "command"
+	}
+	patterns = nil
+	for _, d := range c.Deny {
+		p, err := compilePattern(d)
+		if err != nil {
+			return c, fmt.Errorf("shell-guard: deny pattern %q: %v", d, err)
+		}
+		patterns = append(patterns, p)
+	}
+	allow = nil
+	if c.Allow != nil {
+		allow = map[string]bool{}
+		for _, a := range c.Allow {
+			if a == "" || strings.ContainsAny(a, " \t\n") {
+				return c, fmt.Errorf(`shell-guard: "allow" lists command names, one word each, not %q`, a)
+			}
+			allow[a] = true
+		}
+	}
+	return c, nil
+}
+
+func guard(ctx guest.Context, r guest.InterceptRequest) (guest.Decision, error) {
+	if err := setup(); err != nil {
+		return guest.Decision{}, err // fail closed: no policy, no call
+	}
+	var params struct {
+		Name      *string                     `json:"name"`
+		Arguments map[string]*json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(r.Params, &params); err != nil || params.Name == nil {
+		return guest.Decision{}, deny("tools/call params have no tool name")
+	}
+	name := *params.Name
+	if !slices.Contains(cfg.Tools, name) {
+		return guest.Pass(), nil
+	}
+	raw := params.Arguments[cfg.Argument]
+	if raw == nil {
+		return guest.Decision{}, deny("tool %s: argument %q is missing; it must be the command line, a string", name, cfg.Argument)
+	}
+	var line string
+	if len(*raw) == 0 || (*raw)[0] != '"' || json.Unmarshal(*raw, &line) != nil {
+		return guest.Decision{}, deny("tool %s: argument %q must be the command line, a string, not %s", name, cfg.Argument, kind(*raw))
+	}
+	if err := check(line); err != nil {
+		ctx.Infof("tool %s: refused: %v", name, err)
+		return guest.Decision{}, deny("tool %s: command refused: %v", name, err)
+	}
+	return guest.Pass(), nil
+}
+
+func kind(raw json.RawMessage) string {
+	switch c := raw[0]; {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == 'n':
+		return "null"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// deny is the reason a call is refused.
+func deny(format string, args ...any) error {
+	return &guest.Error{Code: -32602, Message: fmt.Sprintf(format, args...)}
+}
