@@ -20,6 +20,8 @@ var goGuests = map[string]string{
 	"sampling-echo":  "../../examples/handlers/go/sampling-echo",
 	"confine-paths":  "../../examples/handlers/go/confine-paths",
 	"redact-secrets": "../../examples/handlers/go/redact-secrets",
+	"shell-guard":    "../../examples/handlers/go/shell-guard",
+	"add-meta":       "../../examples/handlers/go/add-meta",
 }
 
 var goGuestDir string
