@@ -168,7 +168,7 @@ func loadConfig(b []byte) (config, error) {
 	return c, nil
 }
 
-func guard(ctx guest.Context, r guest.InterceptRequest) (guest.Decision, error) {
+func guard(_ guest.Context, r guest.InterceptRequest) (guest.Decision, error) {
 	if err := setup(); err != nil {
 		return guest.Decision{}, err // fail closed: no policy, no call
 	}
@@ -192,7 +192,6 @@ func guard(ctx guest.Context, r guest.InterceptRequest) (guest.Decision, error) 
 		return guest.Decision{}, deny("tool %s: argument %q must be the command line, a string, not %s", name, cfg.Argument, kind(*raw))
 	}
 	if err := check(line); err != nil {
-		ctx.Infof("tool %s: refused: %v", name, err)
 		return guest.Decision{}, deny("tool %s: command refused: %v", name, err)
 	}
 	return guest.Pass(), nil
