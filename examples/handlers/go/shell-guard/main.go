@@ -26,9 +26,13 @@
 // read as a POSIX shell would read it, and every command it would run is
 // checked: each command of a list or a pipeline (; & && || | |& newline),
 // in subshells and groups, in command and process substitutions ($(…),
-// `…`, <(…)), in here-documents (read as commands), in the code given to
-// sh -c, bash -c, su -c and eval, and behind wrappers (sudo, doas, env,
-// nohup, nice, timeout, xargs, find -exec, busybox …). Before that,
+// `…`, <(…)), in the code given to sh -c, bash -c, su -c, eval and alias,
+// in here-documents and here-strings given to a shell, and behind wrappers
+// (sudo, doas, env, nohup, nice, timeout, xargs, find -exec, busybox, ssh,
+// kubectl exec …). Text that may or may not be run — comments (zsh runs
+// them as commands), other here-documents (a script being written), the
+// strings in code given to python, perl, awk, node, git -c … — is refused
+// only when it holds a dangerous command. Before that,
 //
 //   - JSON escapes are decoded (\u0072m is rm);
 //   - fullwidth letters, mathematical letters and the Cyrillic and Greek

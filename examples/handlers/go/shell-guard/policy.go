@@ -27,12 +27,33 @@ func checkLine(s string, depth int) error {
 	}
 	l, err := parse(s)
 	if err != nil {
-		return fmt.Errorf("cannot be read as a shell command line: %v", err)
+		return softError{fmt.Errorf("cannot be read as a shell command line: %v", err)}
 	}
 	return checkList(l, depth)
 }
 
+// softError is a refusal for what cannot be known (a line that cannot be
+// read, a command name computed when it runs) rather than for a dangerous
+// command.
+type softError struct{ error }
+
+// softCheck checks s, text that may or may not be run as commands (a
+// comment, a here-document, a string in another language's code): it is
+// refused only for a dangerous command it holds.
+func softCheck(s string, depth int) error {
+	err := checkLine(s, depth+1)
+	if _, soft := err.(softError); soft {
+		return nil
+	}
+	return err
+}
+
 func checkList(l *list, depth int) error {
+	for _, c := range l.comments {
+		if err := softCheck(c, depth); err != nil {
+			return fmt.Errorf("a comment holds a command a shell may run: %v", err)
+		}
+	}
 	for _, pl := range l.pipes {
 		for i, c := range pl.cmds {
 			if err := checkCommand(c, depth); err != nil {
@@ -57,7 +78,12 @@ var (
 	// wrappers run the command of their arguments.
 	wrappers = set("sudo", "doas", "env", "nohup", "nice", "ionice", "timeout", "time", "command", "builtin",
 		"exec", "stdbuf", "xargs", "find", "busybox", "chroot", "setsid", "strace", "ltrace", "unbuffer",
-		"flock", "chrt", "taskset", "caffeinate", "watch")
+		"flock", "chrt", "taskset", "caffeinate", "watch", "ssh", "docker", "podman", "kubectl")
+	// interpreters run code of other languages, which may run commands:
+	// the strings in it are checked.
+	interpreters = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php",
+		"lua", "awk", "gawk", "mawk", "nawk", "tclsh", "osascript", "pwsh", "powershell", "git", "tar",
+		"vim", "nvim", "vi", "ex", "emacs", "make", "rsync", "scp", "less", "man", "zip")
 	// reserved words that may start a command.
 	reserved     = set("if", "then", "else", "elif", "do", "while", "until", "!")
 	power        = set("shutdown", "reboot", "halt", "poweroff")
@@ -187,12 +213,27 @@ func checkCommand(c *command, depth int) error {
 		}
 	}
 	ws := argv(c)
-	if len(ws) > 0 && (shells[cmdName(ws[0])] || wrappers[cmdName(ws[0])]) {
-		// A here-string given to a shell is code.
+	if sh := shellStage(c); sh != "" {
+		// A here-string or here-document given to a shell is code.
 		for _, r := range c.redirs {
 			if r.op == "<<<" {
 				if err := checkLine(r.target.text, depth+1); err != nil {
 					return err
+				}
+			}
+		}
+		for _, body := range c.heredocs {
+			if err := checkLine(body, depth+1); err != nil {
+				return fmt.Errorf("a here-document given to %s: %v", sh, err)
+			}
+		}
+	} else {
+		// A here-document's lines may become a script, and $(…) in one
+		// runs.
+		for _, body := range c.heredocs {
+			for _, line := range strings.Split(body, "\n") {
+				if err := softCheck(line, depth); err != nil {
+					return fmt.Errorf("a here-document holds a dangerous command: %v", err)
 				}
 			}
 		}
@@ -201,10 +242,10 @@ func checkCommand(c *command, depth int) error {
 		return nil
 	}
 	if ws[0].dynamic {
-		return fmt.Errorf("the command name %s is computed when it runs", ws[0].text)
+		return softError{fmt.Errorf("the command name %s is computed when it runs", ws[0].text)}
 	}
 	if allow != nil && !allow[ws[0].text] {
-		return fmt.Errorf(`command %q is not in "allow"`, ws[0].text)
+		return softError{fmt.Errorf(`command %q is not in "allow"`, ws[0].text)}
 	}
 	if err := checkArgv(ws, false, depth); err != nil {
 		return err
@@ -218,12 +259,26 @@ func checkCommand(c *command, depth int) error {
 			if ws[k].dynamic {
 				continue // an option's value, as likely as a command
 			}
+			if strings.ContainsAny(ws[k].text, " \t\n") {
+				// A command given as one string (env -S, watch, ssh).
+				if err := softCheck(joinText(ws[k:]), depth); err != nil {
+					return err
+				}
+			}
 			if err := checkArgv(ws[k:], viaArgs, depth); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+func joinText(ws []word) string {
+	t := make([]string, len(ws))
+	for i, w := range ws {
+		t[i] = w.text
+	}
+	return strings.Join(t, " ")
 }
 
 // findFromDanger reports whether find starts at a dangerous path.
@@ -243,7 +298,7 @@ func findFromDanger(args []word) bool {
 // wrapper (xargs, find) adds paths to it that cannot be seen.
 func checkArgv(ws []word, viaArgs bool, depth int) error {
 	if ws[0].dynamic {
-		return fmt.Errorf("the command name %s is computed when it runs", ws[0].text)
+		return softError{fmt.Errorf("the command name %s is computed when it runs", ws[0].text)}
 	}
 	name := cmdName(ws[0])
 	args := ws[1:]
@@ -314,10 +369,50 @@ func checkArgv(ws []word, viaArgs bool, depth int) error {
 		if err := checkShell(name, args, depth); err != nil {
 			return err
 		}
+	case name == "alias":
+		for _, a := range args {
+			if _, code, ok := strings.Cut(a.text, "="); ok {
+				if err := checkLine(code, depth+1); err != nil {
+					return fmt.Errorf("alias: %v", err)
+				}
+			}
+		}
+	case interpreters[name]:
+		for _, a := range args {
+			if err := checkEmbedded(a.text, depth); err != nil {
+				return fmt.Errorf("%s is given code with a dangerous command: %v", name, err)
+			}
+		}
 	}
 	for _, p := range patterns {
 		if p.match(name, args) {
 			return fmt.Errorf("matches the deny pattern %q", p.text)
+		}
+	}
+	return nil
+}
+
+// literals are the string literals of code in most languages.
+var literals = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
+
+// checkEmbedded checks an argument of an interpreter: the argument, what
+// follows its first = or !, and each string literal in it, are checked as
+// command lines that may be run (system("rm -rf /"), core.pager=…,
+// --to-command=…, -c '!…').
+func checkEmbedded(s string, depth int) error {
+	cands := []string{s}
+	if _, v, ok := strings.Cut(s, "="); ok {
+		cands = append(cands, v)
+	}
+	if _, v, ok := strings.Cut(s, "!"); ok {
+		cands = append(cands, v)
+	}
+	for _, lit := range literals.FindAllString(s, 64) {
+		cands = append(cands, lit[1:len(lit)-1])
+	}
+	for _, c := range cands {
+		if err := softCheck(c, depth); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -330,6 +425,9 @@ func checkShell(name string, args []word, depth int) error {
 	for _, a := range args {
 		if a.procSub || (len(a.subs) > 0 && hasDownloaderIn(a.subs)) {
 			return fmt.Errorf("%s runs code it downloads or reads from a substitution", name)
+		}
+		if code && (a.text == "--" || strings.HasPrefix(a.text, "-") || strings.HasPrefix(a.text, "+")) {
+			continue // options after -c come before its code
 		}
 		if code {
 			if len(a.subs) > 0 {
@@ -452,6 +550,13 @@ func dangerousTarget(w word) bool {
 		_, rest, _ := strings.Cut(w.text, "/")
 		return strings.Trim(rest, "/*.") == ""
 	}
+	// /home/NAME, /Users/NAME: a home directory.
+	if strings.HasPrefix(w.text, "/") {
+		parts := strings.Split(strings.Trim(path.Clean(w.text), "/"), "/")
+		if len(parts) == 2 && (parts[0] == "home" || parts[0] == "Users") {
+			return true
+		}
+	}
 	return false
 }
 
@@ -503,6 +608,9 @@ func forkBomb(s string) string {
 			}
 		}
 		i = k + 2
+	}
+	if strings.Contains(compact, "FUNCNAME") && strings.Contains(compact, "()") {
+		return "$FUNCNAME"
 	}
 	// function NAME { … } without parentheses.
 	fields := strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(" \t\n\r;&|(){}", r) })

@@ -40,6 +40,15 @@ type command struct {
 	redirs []redir
 	sub    *list // ( … ) or { … }
 	fn     string
+	// heredocs are the bodies of the command's here-documents.
+	heredocs []string
+}
+
+// heredoc is a here-document whose body starts after the current line.
+type heredoc struct {
+	cmd   *command
+	delim string
+	tabs  bool // <<-: leading tabs are stripped
 }
 
 // pipeline is commands joined by | or |&.
@@ -50,12 +59,16 @@ type pipeline struct {
 // list is the pipelines of a command line.
 type list struct {
 	pipes []*pipeline
+	// comments are the comments' text: a shell with interactive comments
+	// off (zsh's default) runs them as commands.
+	comments []string
 }
 
 type parser struct {
-	s     []rune
-	i     int
-	depth int
+	s       []rune
+	i       int
+	depth   int
+	pending []heredoc
 }
 
 const maxDepth = 64
@@ -129,12 +142,18 @@ func (p *parser) list(stop rune) (*list, error) {
 			p.i++
 		case r == '\\' && p.peek(1) == '\n':
 			p.i += 2
-		case r == '#' && len(cmd.words) == 0 && len(cmd.redirs) == 0:
+		case r == '#':
 			// A comment, to the end of the line.
+			start := p.i + 1
 			for p.i < len(p.s) && p.s[p.i] != '\n' {
 				p.i++
 			}
-		case r == '\n' || r == ';':
+			l.comments = append(l.comments, string(p.s[start:p.i]))
+		case r == '\n':
+			p.i++
+			p.heredocs()
+			endPipe()
+		case r == ';':
 			p.i++
 			endPipe()
 		case r == '&':
@@ -216,6 +235,31 @@ func (p *parser) list(stop rune) (*list, error) {
 	}
 }
 
+// heredocs reads the bodies of the pending here-documents, which start at
+// p.i (the line after their commands), each up to its delimiter line.
+func (p *parser) heredocs() {
+	for _, h := range p.pending {
+		var body []string
+		for p.i < len(p.s) {
+			end := indexRune(p.s, p.i, '\n')
+			if end < 0 {
+				end = len(p.s)
+			}
+			line := string(p.s[p.i:end])
+			p.i = min(end+1, len(p.s))
+			if h.tabs {
+				line = strings.TrimLeft(line, "\t")
+			}
+			if line == h.delim {
+				break
+			}
+			body = append(body, line)
+		}
+		h.cmd.heredocs = append(h.cmd.heredocs, strings.Join(body, "\n"))
+	}
+	p.pending = nil
+}
+
 func isDigits(s string) bool {
 	if s == "" {
 		return false
@@ -237,6 +281,9 @@ func (p *parser) redirect(cmd *command, prefix string) error {
 	for p.i < len(p.s) && (p.s[p.i] == r || p.s[p.i] == '|' || p.s[p.i] == '&' || (r == '<' && p.s[p.i] == '>')) && p.i-start < 3 {
 		p.i++
 	}
+	if string(p.s[start:p.i]) == "<<" && p.peek(0) == '-' {
+		p.i++
+	}
 	op := prefix + string(p.s[start:p.i])
 	for p.i < len(p.s) && isSpace(p.s[p.i]) {
 		p.i++
@@ -249,6 +296,9 @@ func (p *parser) redirect(cmd *command, prefix string) error {
 		return err
 	}
 	cmd.redirs = append(cmd.redirs, redir{op, w})
+	if op == "<<" || op == "<<-" {
+		p.pending = append(p.pending, heredoc{cmd, w.text, op == "<<-"})
+	}
 	return nil
 }
 
