@@ -11,7 +11,7 @@ func fold(s string) (string, error) {
 	out := make([]rune, 0, len(s))
 	for _, r := range s {
 		switch {
-		case r == '\t' || r == '\n' || r == '\r':
+		case r >= 0x20 && r < 0x7f, r == '\t' || r == '\n' || r == '\r':
 		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
 			return "", fmt.Errorf("holds the control character U+%04X", r)
 		case invisible(r):

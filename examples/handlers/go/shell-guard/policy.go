@@ -15,7 +15,12 @@ func check(s string) error {
 	if err != nil {
 		return err
 	}
-	if name := forkBomb(f); name != "" {
+	budget = 16*len(f) + 1<<20
+	name, err := forkBomb(f)
+	if err != nil {
+		return err
+	}
+	if name != "" {
 		return fmt.Errorf("function %s starts copies of itself (a fork bomb)", name)
 	}
 	return checkLine(f, 0)
@@ -26,6 +31,9 @@ func checkLine(s string, depth int) error {
 		return errors.New("code nested too deeply in sh -c or eval")
 	}
 	l, err := parse(s)
+	if errors.Is(err, errBudget) {
+		return err // not soft: a part too costly to check is not let through
+	}
 	if err != nil {
 		return softError{fmt.Errorf("cannot be read as a shell command line: %v", err)}
 	}
@@ -392,14 +400,39 @@ func checkArgv(ws []word, viaArgs bool, depth int) error {
 	return nil
 }
 
-// literals are the string literals of code in most languages.
-var literals = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
+// literals returns the contents of the string literals of code in most
+// languages ("…", '…', `…`, with backslash escapes), at most max.
+func literals(s string, max int) []string {
+	var out []string
+	for i := 0; i < len(s) && len(out) < max; i++ {
+		q := s[i]
+		if q != '"' && q != '\'' && q != '`' {
+			continue
+		}
+		j := i + 1
+		for j < len(s) && s[j] != q {
+			if s[j] == '\\' && q != '`' {
+				j++
+			}
+			j++
+		}
+		if j >= len(s) {
+			break
+		}
+		out = append(out, s[i+1:j])
+		i = j
+	}
+	return out
+}
 
 // checkEmbedded checks an argument of an interpreter: the argument, what
 // follows its first = or !, and each string literal in it, are checked as
 // command lines that may be run (system("rm -rf /"), core.pager=…,
 // --to-command=…, -c '!…').
 func checkEmbedded(s string, depth int) error {
+	if budget -= len(s); budget < 0 {
+		return errBudget
+	}
 	cands := []string{s}
 	if _, v, ok := strings.Cut(s, "="); ok {
 		cands = append(cands, v)
@@ -407,8 +440,8 @@ func checkEmbedded(s string, depth int) error {
 	if _, v, ok := strings.Cut(s, "!"); ok {
 		cands = append(cands, v)
 	}
-	for _, lit := range literals.FindAllString(s, 64) {
-		cands = append(cands, lit[1:len(lit)-1])
+	for _, lit := range literals(s, 64) {
+		cands = append(cands, unescape(lit))
 	}
 	for _, c := range cands {
 		if err := softCheck(c, depth); err != nil {
@@ -416,6 +449,21 @@ func checkEmbedded(s string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// unescape removes the backslashes of \", \' and \\ in a string literal.
+func unescape(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte(`"'\\`, s[i+1]) >= 0 {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // checkShell checks a shell's arguments: the code of -c is checked as a
@@ -577,7 +625,7 @@ func isDisk(p string) bool {
 
 // forkBomb returns the name of a function of s that starts copies of
 // itself (name | name, name & name), or "".
-func forkBomb(s string) string {
+func forkBomb(s string) (string, error) {
 	compact := strings.Map(func(r rune) rune {
 		switch r {
 		case ' ', '\t', '\n', '\r', '\'', '"', '\\':
@@ -585,6 +633,15 @@ func forkBomb(s string) string {
 		}
 		return r
 	}, s)
+	// The functions defined: name() and function name.
+	seen := map[string]bool{}
+	var names []string
+	add := func(name string) {
+		if name != "" && !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
 	for i := 0; ; {
 		k := strings.Index(compact[i:], "()")
 		if k < 0 {
@@ -592,39 +649,36 @@ func forkBomb(s string) string {
 		}
 		k += i
 		j := k
-		for j > 0 && !strings.ContainsRune(";&|(){}<>`$", rune(compact[j-1])) {
+		for j > i && !strings.ContainsRune(";&|(){}<>`$", rune(compact[j-1])) {
 			j--
 		}
-		name := strings.TrimPrefix(compact[j:k], "function")
-		if name == "" {
-			name = compact[j:k]
-		}
-		if name != "" {
-			body := compact[k+2:]
-			for _, sep := range []string{"|", "|&", "&"} {
-				if strings.Contains(body, name+sep+name) {
-					return name
-				}
-			}
+		if name := strings.TrimPrefix(compact[j:k], "function"); name != "" {
+			add(name)
+		} else {
+			add(compact[j:k])
 		}
 		i = k + 2
 	}
-	if strings.Contains(compact, "FUNCNAME") && strings.Contains(compact, "()") {
-		return "$FUNCNAME"
-	}
-	// function NAME { … } without parentheses.
 	fields := strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(" \t\n\r;&|(){}", r) })
 	for i := 0; i+1 < len(fields); i++ {
 		if fields[i] == "function" {
-			name := fields[i+1]
-			for _, sep := range []string{"|", "|&", "&"} {
-				if strings.Contains(compact, name+sep+name) {
-					return name
-				}
+			add(fields[i+1])
+		}
+	}
+	if len(names) > 256 {
+		return "", errors.New("defines more than 256 functions, too many to check")
+	}
+	if len(names) > 0 && strings.Contains(compact, "FUNCNAME") {
+		return "$FUNCNAME", nil
+	}
+	for _, name := range names {
+		for _, sep := range []string{"|", "|&", "&"} {
+			if strings.Contains(compact, name+sep+name) {
+				return name, nil
 			}
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // pattern is a "deny" rule: a command name and the arguments it must all
@@ -640,6 +694,7 @@ func compilePattern(s string) (pattern, error) {
 	if err != nil {
 		return pattern{}, err
 	}
+	budget = 1 << 20
 	l, err := parse(f)
 	if err != nil {
 		return pattern{}, err

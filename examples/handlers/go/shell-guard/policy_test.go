@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -91,5 +93,45 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := loadConfig([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", in, err, want)
 		}
+	}
+}
+
+// Lines built to make the checks blow up — brace expansion past its
+// bound, a word too long to expand, a command of 100,000 words behind a
+// wrapper, deep nesting, strings in code nested in strings in code, many
+// functions — are refused rather than let through unchecked; a long
+// harmless here-document goes.
+func TestHostileLines(t *testing.T) {
+	if _, err := loadConfig(nil); err != nil {
+		t.Fatal(err)
+	}
+	nest := func(open, close string, n int) string {
+		return strings.Repeat(open, n) + "rm -rf /" + strings.Repeat(close, n)
+	}
+	py := "rm -rf /"
+	for i := 0; i < 10; i++ {
+		py = `python3 -c ` + strconv.Quote(`os.system(`+strconv.Quote(py)+`)`)
+	}
+	var fns strings.Builder
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&fns, "f%d() { :; }; ", i)
+	}
+	for name, line := range map[string]string{
+		"257 alternatives":      "rm -rf {" + strings.Repeat("x,", 300) + "/}",
+		"a long word to expand": "rm -rf {" + strings.Repeat("x", 5000) + ",/}",
+		"100,000 words":         "sudo " + strings.Repeat("rm ", 100000) + "-rf /",
+		"$( 100 deep":           nest("echo $(", ")", 100),
+		"${ 1000 deep":          nest("echo ${x:-", "}", 1000),
+		"( 100 deep":            nest("(", ")", 100),
+		"python in python":      py,
+		"300 functions":         fns.String() + "rm -rf /",
+	} {
+		if err := check(line); err == nil {
+			t.Errorf("%s: let through", name)
+		}
+	}
+	doc := "cat > notes.md <<'EOF'\n" + strings.Repeat("it's a line of notes, with $HOME and (parens)\n", 20000) + "EOF\n"
+	if err := check(doc); err != nil {
+		t.Errorf("a long here-document: %v", err)
 	}
 }

@@ -75,9 +75,36 @@ const maxDepth = 64
 
 var errUnterminated = errors.New("unterminated quote or substitution")
 
+// budget is what is left of the characters the checks of one line may
+// read, reading its parts again included (the code of sh -c, strings in
+// code, substitutions in ${…}); a line that needs more is refused.
+var budget int
+
+// errBudget refuses a line too costly to check.
+var errBudget = errors.New("too long or too nested to check")
+
+const (
+	maxWords     = 4096 // words in one command
+	maxBraceWord = 4096 // characters in a word brace expansion expands
+)
+
+func newParser(s string, depth int) (*parser, error) {
+	if depth > maxDepth {
+		return nil, errors.New("nested too deeply")
+	}
+	r := []rune(s)
+	if budget -= len(r); budget < 0 {
+		return nil, errBudget
+	}
+	return &parser{s: r, depth: depth}, nil
+}
+
 // parse reads the command line s.
 func parse(s string) (*list, error) {
-	p := &parser{s: []rune(s)}
+	p, err := newParser(s, 0)
+	if err != nil {
+		return nil, err
+	}
 	l, err := p.list(0)
 	if err != nil {
 		return nil, err
@@ -223,7 +250,10 @@ func (p *parser) list(stop rune) (*list, error) {
 			if p.i < len(p.s) && (p.s[p.i] == '<' || p.s[p.i] == '>') && isDigits(w.text) && !w.dynamic {
 				continue
 			}
-			ws := expandWord(w)
+			ws, err := expandWord(w)
+			if err != nil {
+				return nil, err
+			}
 			if len(cmd.words) == 0 && len(ws) == 1 && (ws[0].text == "{" || ws[0].text == "}") && !w.dynamic {
 				// A group's braces: the commands inside are read as
 				// commands of their own.
@@ -231,6 +261,9 @@ func (p *parser) list(stop rune) (*list, error) {
 				continue
 			}
 			cmd.words = append(cmd.words, ws...)
+			if len(cmd.words) > maxWords {
+				return nil, fmt.Errorf("a command has more than %d words", maxWords)
+			}
 		}
 	}
 }
@@ -469,7 +502,10 @@ func (p *parser) backquoted(w *word, dyn func(string)) error {
 }
 
 func parseNested(s string, depth int) (*list, error) {
-	q := &parser{s: []rune(s), depth: depth}
+	q, err := newParser(s, depth)
+	if err != nil {
+		return nil, err
+	}
 	l, err := q.list(0)
 	if err != nil {
 		return nil, err
@@ -589,7 +625,10 @@ func (p *parser) scanInner(w *word, inner string) error {
 	if !strings.ContainsAny(inner, "$`<>") {
 		return nil
 	}
-	q := &parser{s: []rune(inner), depth: p.depth}
+	q, err := newParser(inner, p.depth+1)
+	if err != nil {
+		return err
+	}
 	for q.i < len(q.s) {
 		if c := q.s[q.i]; isMeta(c) && !((c == '<' || c == '>') && q.peek(1) == '(') {
 			q.i++
@@ -681,23 +720,30 @@ var unmark = strings.NewReplacer(string(braceOpen), "{", string(braceComma), ","
 
 // expandWord applies brace expansion ({a,b}) to w; the words it makes
 // share w's substitutions. At most 256 words are made.
-func expandWord(w word) []word {
+func expandWord(w word) ([]word, error) {
 	if !w.braces {
-		return []word{w}
+		return []word{w}, nil
+	}
+	if len(w.text) > maxBraceWord {
+		return nil, fmt.Errorf("a word with braces is longer than %d characters", maxBraceWord)
 	}
 	n := 0
 	texts := braceExpand([]rune(w.text), &n, 0)
+	if n >= 256 {
+		return nil, errors.New("brace expansion makes 256 words or more")
+	}
 	out := make([]word, len(texts))
 	for i, t := range texts {
 		out[i] = w
 		out[i].text, out[i].braces = unmark.Replace(string(t)), false
 	}
-	return out
+	return out, nil
 }
 
 // braceExpand expands the {…,…} of s, at most 256 words in all.
 func braceExpand(s []rune, n *int, depth int) [][]rune {
 	if depth > 16 || *n >= 256 {
+		*n++
 		return [][]rune{s}
 	}
 	for i, r := range s {
@@ -732,9 +778,9 @@ func braceExpand(s []rune, n *int, depth int) [][]rune {
 					break
 				}
 			}
-			*n += len(out)
 			return out
 		}
 	}
+	*n++
 	return [][]rune{s}
 }
