@@ -68,7 +68,10 @@
 //     sh -c or eval given code made by a command substitution;
 //   - a command whose name is computed when it runs ($CMD, $(which rm));
 //   - a line the reader cannot read (an unterminated quote, an unbalanced
-//     parenthesis).
+//     parenthesis), or one too costly to check: brace expansion past 256
+//     words or in a word over 4096 characters, a command of more than 4096
+//     words, nesting past 64 levels (8 of sh -c and eval), re-reading past
+//     16 times the line's length, more than 256 functions.
 //
 // Each "deny" pattern adds a rule: a command words, the first its name
 // (compared as above), the others options or arguments that must all be
