@@ -201,6 +201,17 @@ func TestExampleShellGuard(t *testing.T) {
 	if _, err := run("read_file", map[string]any{"command": "rm -rf /"}); err != nil {
 		t.Errorf("another tool: %v, want it to pass", err)
 	}
+	// A tool name a lenient server would match, and argv given apart.
+	_, err = run("Run-Command", map[string]any{"command": "rm -rf /"})
+	denied("Run-Command", err, "rm -r of /")
+	_, err = run("run_command", map[string]any{"command": "rm", "args": []string{"-rf", "/"}})
+	denied("args apart", err, "rm -r of /")
+	if _, err := run("run_command", map[string]any{"command": "ls", "args": []string{"-la", "it's here"}}); err != nil {
+		t.Errorf("harmless args apart: %v, want it sent", err)
+	}
+	// A lone surrogate, which decoders read differently.
+	_, err = c.Request(ctx, &intercept.Request{Method: "tools/call", Params: json.RawMessage(`{"name":"run_command","arguments":{"command":"rm -rf /\ud800"}}`)})
+	denied("a lone surrogate", err, "U+FFFD")
 }
 
 // examples/handlers/go/add-meta adds its entries to the _meta of every

@@ -1,12 +1,15 @@
 package main
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // fold returns s as the checks read it: look-alike letters, digits,
 // spaces, dashes and slashes as their ASCII forms, invisible characters
 // dropped. A control character (other than tab, newline and carriage
 // return) is an error: no shell command needs one, and a server may cut
-// the line there.
+// the line there; so is U+FFFD, which invalid UTF-8 decodes to.
 func fold(s string) (string, error) {
 	out := make([]rune, 0, len(s))
 	for _, r := range s {
@@ -14,6 +17,10 @@ func fold(s string) (string, error) {
 		case r >= 0x20 && r < 0x7f, r == '\t' || r == '\n' || r == '\r':
 		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
 			return "", fmt.Errorf("holds the control character U+%04X", r)
+		case r == 0xfffd:
+			// Invalid UTF-8 or a lone surrogate escape, decoded as U+FFFD
+			// here, may be decoded as something else by the server.
+			return "", errors.New("holds invalid UTF-8 or U+FFFD")
 		case invisible(r):
 			continue
 		case r == 0xa0 || r == 0x1680 || r >= 0x2000 && r <= 0x200a || r == 0x202f || r == 0x205f || r == 0x3000:

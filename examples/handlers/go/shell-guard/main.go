@@ -21,8 +21,11 @@
 // whose every command is listed go.
 //
 // For each tools/call of the listed "tools" (default: run_command, shell,
-// exec), the argument named "argument" (default: command) must be a string;
-// a call without it, or with another JSON type, is refused. The string is
+// exec; names compared ignoring case, "_" and "-", as a lenient server may
+// match them), the argument named "argument" (default: command) must be a
+// string; a call without it, or with another JSON type, is refused. Arrays
+// of strings among the other arguments (args, argv) are read as more
+// words of the command, quoted as they are. The string is
 // read as a POSIX shell would read it, and every command it would run is
 // checked: each command of a list or a pipeline (; & && || | |& newline),
 // in subshells and groups, in command and process substitutions ($(…),
@@ -187,7 +190,7 @@ func guard(_ guest.Context, r guest.InterceptRequest) (guest.Decision, error) {
 		return guest.Decision{}, deny("tools/call params have no tool name")
 	}
 	name := *params.Name
-	if !slices.Contains(cfg.Tools, name) {
+	if !slices.ContainsFunc(cfg.Tools, func(t string) bool { return foldName(t) == foldName(name) }) {
 		return guest.Pass(), nil
 	}
 	raw := params.Arguments[cfg.Argument]
@@ -198,10 +201,36 @@ func guard(_ guest.Context, r guest.InterceptRequest) (guest.Decision, error) {
 	if len(*raw) == 0 || (*raw)[0] != '"' || json.Unmarshal(*raw, &line) != nil {
 		return guest.Decision{}, deny("tool %s: argument %q must be the command line, a string, not %s", name, cfg.Argument, kind(*raw))
 	}
+	// Arrays of strings among the other arguments (args, argv) are more
+	// words of the command.
+	keys := make([]string, 0, len(params.Arguments))
+	for k := range params.Arguments {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var words []string
+		if v := params.Arguments[k]; k != cfg.Argument && v != nil && len(*v) > 0 && (*v)[0] == '[' && json.Unmarshal(*v, &words) == nil {
+			for _, w := range words {
+				line += " " + shellQuote(w)
+			}
+		}
+	}
 	if err := check(line); err != nil {
 		return guest.Decision{}, deny("tool %s: command refused: %v", name, err)
 	}
 	return guest.Pass(), nil
+}
+
+// foldName is a tool name as a lenient server may match it: case folded,
+// "_" and "-" dropped.
+func foldName(s string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+}
+
+// shellQuote quotes s as one shell word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func kind(raw json.RawMessage) string {
