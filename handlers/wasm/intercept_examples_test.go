@@ -225,6 +225,9 @@ func TestExampleAddMeta(t *testing.T) {
 	ctx := context.Background()
 	for params, want := range map[string]string{
 		`{}`: `{"_meta":{"com.example/request-source":"snodo","com.example/tenant":"acme"}}`,
+		// <, > and & are sent as they came: the host requires the name
+		// byte for byte.
+		`{"name":"a<b&c","arguments":{"q":"x>y"}}`: `{"_meta":{"com.example/request-source":"snodo","com.example/tenant":"acme"},"arguments":{"q":"x>y"},"name":"a<b&c"}`,
 		`{"name":"read_file","arguments":{"path":"a"},"_meta":{"progressToken":"t","io.modelcontextprotocol/related-task":{"taskId":"1"},"com.example/TENANT":"evil","com.example/other":1}}`: `{"_meta":{"com.example/other":1,"com.example/request-source":"snodo","com.example/tenant":"acme","io.modelcontextprotocol/related-task":{"taskId":"1"},"progressToken":"t"},"arguments":{"path":"a"},"name":"read_file"}`,
 	} {
 		p, err := c.Request(ctx, &intercept.Request{Method: "tools/call", Params: json.RawMessage(params), Era: "modern", ProtocolVersion: "2026-07-28"})

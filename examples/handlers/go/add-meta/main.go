@@ -179,14 +179,27 @@ func addMeta(ctx guest.Context, r guest.InterceptRequest) (guest.Decision, error
 	for k, v := range meta {
 		own[k] = v
 	}
-	b, err := json.Marshal(own)
+	b, err := marshal(own)
 	if err != nil {
 		return guest.Decision{}, err
 	}
 	params["_meta"] = b
-	out, err := json.Marshal(params)
+	out, err := marshal(params)
 	if err != nil {
 		return guest.Decision{}, err
 	}
 	return guest.RewriteParams(out), nil
+}
+
+// marshal encodes v without escaping <, > and & (json.Marshal's default):
+// the members of the request are sent as they came, byte for byte once
+// compacted — which the host requires of the tool's name.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
