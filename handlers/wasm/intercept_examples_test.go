@@ -225,6 +225,8 @@ func TestExampleAddMeta(t *testing.T) {
 	ctx := context.Background()
 	for params, want := range map[string]string{
 		`{}`: `{"_meta":{"com.example/request-source":"snodo","com.example/tenant":"acme"}}`,
+		// A caller's key with ſ for s is the operator's key to a decoder.
+		`{"_meta":{"com.example/request-ſource":"evil"}}`: `{"_meta":{"com.example/request-source":"snodo","com.example/tenant":"acme"}}`,
 		// <, > and & are sent as they came: the host requires the name
 		// byte for byte.
 		`{"name":"a<b&c","arguments":{"q":"x>y"}}`: `{"_meta":{"com.example/request-source":"snodo","com.example/tenant":"acme"},"arguments":{"q":"x>y"},"name":"a<b&c"}`,
@@ -241,8 +243,9 @@ func TestExampleAddMeta(t *testing.T) {
 		`{"meta":{"progressToken":1}}`:                          "unprefixed keys are MCP's own",
 		`{"meta":{"com.example/a":1,"com.example/A":2}}`:        "differ only in case",
 		`{"meta":{"com.example/":1}}`:                           "the name",
-		`{"metas":{}}`:                                          `unknown field "metas"`,
-		`null`:                                                  `"meta" must hold the entries`,
+		`{"meta":{"com.example/x":{"k":1,"K":2}}}`:              `the keys "k" and "K"`,
+		`{"metas":{}}`: `unknown field "metas"`,
+		`null`:         `"meta" must hold the entries`,
 	} {
 		bad := intercept.NewChain(load(t, h, ModuleConfig{Name: "add-meta-bad", Wasm: goGuest(t, "add-meta"), Config: json.RawMessage(cfg)}))
 		_, err := bad.Request(ctx, readFile("/x"))

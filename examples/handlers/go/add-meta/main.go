@@ -11,7 +11,8 @@
 // io.modelcontextprotocol/* members). A configured entry replaces a
 // member of the request's own _meta with the same key — or a key a
 // decoder could take for it, differing in case, "_" or "-" — so that the
-// caller cannot choose the value the operator set (a tenant, say).
+// caller cannot choose the value the operator set (a tenant, say). A
+// configured value must not hold an object with two such keys either.
 //
 // Keys must be prefixed, as MCP's _meta keys of other parties are: a
 // prefix of dot-separated labels (letters, digits and hyphens, starting
@@ -35,6 +36,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/snodo/snodo/abi/guest"
 )
@@ -95,6 +97,9 @@ func loadConfig(b []byte) (map[string]json.RawMessage, error) {
 		if err := checkKey(k); err != nil {
 			return nil, fmt.Errorf("add-meta: configuration: _meta key %q: %v", k, err)
 		}
+		if err := checkValue(c.Meta[k]); err != nil {
+			return nil, fmt.Errorf("add-meta: configuration: the value of %q: %v", k, err)
+		}
 		if other, ok := folded[fold(k)]; ok {
 			return nil, fmt.Errorf("add-meta: configuration: _meta keys %q and %q differ only in case, \"_\" or \"-\": a decoder could take one for the other; keep one", other, k)
 		}
@@ -150,9 +155,66 @@ func validName(n string) bool {
 }
 
 // fold is the form under which the host takes two keys for the same one
-// (abi/ABI.md section 8.2): case folded, "_" and "-" dropped.
+// (abi/ABI.md section 8.2): "_" and "-" dropped, each character replaced
+// by the least of its Unicode case-folding orbit (s, S and ſ are one).
 func fold(k string) string {
-	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k))
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(k, "\uFFFD") {
+		if r == '_' || r == '-' {
+			continue
+		}
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
+
+// checkValue refuses a configured value holding an object with two keys
+// a decoder could take for one: the host would refuse every rewrite.
+func checkValue(v json.RawMessage) error {
+	d := json.NewDecoder(bytes.NewReader(v))
+	type object struct {
+		keys  map[string]string
+		inKey bool // the next string token is a key
+	}
+	var stack []*object
+	for {
+		t, err := d.Token()
+		if err != nil {
+			return nil // the end (the value was decoded once already)
+		}
+		var top *object
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, &object{keys: map[string]string{}, inKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &object{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		default:
+			if top != nil && top.keys != nil && top.inKey {
+				k := t.(string)
+				if other, ok := top.keys[fold(k)]; ok {
+					return fmt.Errorf("an object in it has the keys %q and %q, which a decoder could take for one", other, k)
+				}
+				top.keys[fold(k)] = k
+				top.inKey = false
+				continue
+			}
+		}
+		// A value ended: in an object, a key comes next.
+		if len(stack) > 0 && stack[len(stack)-1].keys != nil {
+			stack[len(stack)-1].inKey = true
+		}
+	}
 }
 
 func addMeta(ctx guest.Context, r guest.InterceptRequest) (guest.Decision, error) {
