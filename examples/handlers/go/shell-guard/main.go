@@ -47,9 +47,11 @@
 //   - quotes and backslashes are removed the way the shell removes them
 //     (r”m, "rm", \rm, $'\x72m' are rm), brace expansion is expanded
 //     ({rm,-rf,/} is rm -rf /) and $IFS separates words;
-//   - a leading path is dropped from a command's name (/bin/rm is rm), case
-//     is ignored (RM is rm), and assignments before it (FOO=1 rm) are
-//     skipped;
+//   - a leading path is dropped from a command's name (/bin/rm is rm, and
+//     zsh's =rm too), case is ignored (RM is rm), and assignments before
+//     it (FOO=1 rm) are skipped — their values are checked as text that may
+//     be run (PROMPT_COMMAND=…), as are trap's arguments; a name that is a
+//     pattern (/bin/r?) is refused;
 //   - short options are read one by one, in any order, joined or apart
 //     (-rf, -fr, -r -f), and long ones by any abbreviation (--rec).
 //

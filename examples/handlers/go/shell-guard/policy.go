@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -86,12 +87,17 @@ var (
 	// wrappers run the command of their arguments.
 	wrappers = set("sudo", "doas", "env", "nohup", "nice", "ionice", "timeout", "time", "command", "builtin",
 		"exec", "stdbuf", "xargs", "find", "busybox", "chroot", "setsid", "strace", "ltrace", "unbuffer",
-		"flock", "chrt", "taskset", "caffeinate", "watch", "ssh", "docker", "podman", "kubectl")
+		"flock", "chrt", "taskset", "caffeinate", "watch", "ssh", "docker", "podman", "kubectl",
+		"coproc", "noglob", "nocorrect", "pkexec", "run0", "systemd-run", "setpriv", "unshare", "nsenter",
+		"firejail", "fakeroot", "parallel", "script", "expect")
 	// interpreters run code of other languages, which may run commands:
 	// the strings in it are checked.
 	interpreters = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php",
 		"lua", "awk", "gawk", "mawk", "nawk", "tclsh", "osascript", "pwsh", "powershell", "git", "tar",
 		"vim", "nvim", "vi", "ex", "emacs", "make", "rsync", "scp", "less", "man", "zip")
+	// known are the other commands with rules of their own.
+	known = set("rm", "mkfs", "dd", "tee", "cp", "mv", "install", "chmod", "chown", "chgrp", "systemctl", "init",
+		"telinit", "eval", "source", ".", "su", "runuser", "alias", "trap", "find", "xargs")
 	// reserved words that may start a command.
 	reserved     = set("if", "then", "else", "elif", "do", "while", "until", "!")
 	power        = set("shutdown", "reboot", "halt", "poweroff")
@@ -112,7 +118,34 @@ func set(names ...string) map[string]bool {
 // cmdName is the name a command word is compared by: without its
 // directory, in lower case.
 func cmdName(w word) string {
-	return strings.ToLower(path.Base(w.text))
+	// =rm is zsh's path of rm.
+	return strings.ToLower(path.Base(strings.TrimLeft(w.text, "=")))
+}
+
+// globName refuses a command name with glob characters that may match a
+// command the checks know (/bin/r? is /bin/rm); top, a command's own
+// name rather than a word behind a wrapper, refuses any glob but [ and [[.
+func globName(w word, top bool) error {
+	if !w.glob || w.text == "[" || w.text == "[[" {
+		return nil
+	}
+	pat := strings.ToLower(path.Base(strings.TrimLeft(w.text, "=")))
+	for _, names := range []map[string]bool{known, shells, wrappers, interpreters, power, formatters, downloaders} {
+		var matched []string
+		for n := range names {
+			if ok, _ := path.Match(pat, n); ok {
+				matched = append(matched, n)
+			}
+		}
+		if len(matched) > 0 {
+			slices.Sort(matched)
+			return fmt.Errorf("the command name %s may match %s", w.text, strings.Join(matched, ", "))
+		}
+	}
+	if top {
+		return softError{fmt.Errorf("the command name %s is a pattern, matched when it runs", w.text)}
+	}
+	return nil
 }
 
 // argv returns the words of c after its reserved words and assignments.
@@ -237,8 +270,21 @@ func checkCommand(c *command, depth int) error {
 		}
 	} else {
 		// A here-document's lines may become a script, and $(…) in one
-		// runs.
+		// runs; given to an interpreter, it is code.
+		interp := len(ws) > 0 && interpreters[cmdName(ws[0])]
+		for _, r := range c.redirs {
+			if r.op == "<<<" && interp {
+				if err := checkEmbedded(r.target.text, depth); err != nil {
+					return fmt.Errorf("a here-string given to %s holds a dangerous command: %v", cmdName(ws[0]), err)
+				}
+			}
+		}
 		for _, body := range c.heredocs {
+			if interp {
+				if err := checkEmbedded(body, depth); err != nil {
+					return fmt.Errorf("a here-document given to %s holds a dangerous command: %v", cmdName(ws[0]), err)
+				}
+			}
 			for _, line := range strings.Split(body, "\n") {
 				if err := softCheck(line, depth); err != nil {
 					return fmt.Errorf("a here-document holds a dangerous command: %v", err)
@@ -247,10 +293,28 @@ func checkCommand(c *command, depth int) error {
 		}
 	}
 	if len(ws) == 0 {
+		for _, w := range c.words {
+			if _, v, ok := strings.Cut(w.text, "="); ok && strings.ContainsAny(v, " \t$`;|&") {
+				if err := softCheck(v, depth); err != nil {
+					return fmt.Errorf("an assignment holds a dangerous command: %v", err)
+				}
+			}
+		}
 		return nil
 	}
 	if ws[0].dynamic {
 		return softError{fmt.Errorf("the command name %s is computed when it runs", ws[0].text)}
+	}
+	if err := globName(ws[0], true); err != nil {
+		return err
+	}
+	// Assignments' values may be run later ($X, PROMPT_COMMAND, ${X@P}).
+	for _, w := range c.words[:len(c.words)-len(ws)] {
+		if _, v, ok := strings.Cut(w.text, "="); ok && strings.ContainsAny(v, " \t$`;|&") {
+			if err := softCheck(v, depth); err != nil {
+				return fmt.Errorf("an assignment holds a dangerous command: %v", err)
+			}
+		}
 	}
 	if allow != nil && !allow[ws[0].text] {
 		return softError{fmt.Errorf(`command %q is not in "allow"`, ws[0].text)}
@@ -307,6 +371,9 @@ func findFromDanger(args []word) bool {
 func checkArgv(ws []word, viaArgs bool, depth int) error {
 	if ws[0].dynamic {
 		return softError{fmt.Errorf("the command name %s is computed when it runs", ws[0].text)}
+	}
+	if err := globName(ws[0], false); err != nil {
+		return err
 	}
 	name := cmdName(ws[0])
 	args := ws[1:]
@@ -376,6 +443,12 @@ func checkArgv(ws []word, viaArgs bool, depth int) error {
 	case shells[name] || name == "su" || name == "runuser":
 		if err := checkShell(name, args, depth); err != nil {
 			return err
+		}
+	case name == "trap":
+		for _, a := range args {
+			if err := softCheck(a.text, depth); err != nil {
+				return fmt.Errorf("trap: %v", err)
+			}
 		}
 	case name == "alias":
 		for _, a := range args {
