@@ -45,7 +45,7 @@
 //     controls, soft hyphens) are dropped; a control character other than
 //     tab, newline and carriage return refuses the line;
 //   - quotes and backslashes are removed the way the shell removes them
-//     (r”m, "rm", \rm, $'\x72m' are rm), brace expansion is expanded
+//     ("rm", r"m", \rm, $'\x72m' are rm), brace expansion is expanded
 //     ({rm,-rf,/} is rm -rf /) and $IFS separates words;
 //   - a leading path is dropped from a command's name (/bin/rm is rm, and
 //     zsh's =rm too), case is ignored (RM is rm), and assignments before
@@ -58,8 +58,9 @@
 // Refused by default:
 //
 //   - rm recursive on / or a top-level system directory (/etc, /usr …), on
-//     ~ or $HOME, on a path made only of an expansion ($X, $X/*), or given
-//     its paths by xargs; rm --no-preserve-root;
+//     ~, $HOME or /home/NAME, on a path made only of an expansion ($X,
+//     $X/*), or given its paths by xargs or find; rm --no-preserve-root;
+//     find / -delete;
 //   - mkfs (and mkfs.*, mke2fs, mkswap, wipefs);
 //   - dd of=/dev/… (other than /dev/null, /dev/zero, /dev/stdout,
 //     /dev/stderr); writing to a disk device (/dev/sd…, /dev/nvme…,
@@ -78,7 +79,7 @@
 //     words, nesting past 64 levels (8 of sh -c and eval), re-reading past
 //     16 times the line's length, more than 256 functions.
 //
-// Each "deny" pattern adds a rule: a command words, the first its name
+// Each "deny" pattern adds a rule: a command's words, the first its name
 // (compared as above), the others options or arguments that must all be
 // present, in any order ("git push --force" refuses git push -v --force
 // origin; "rm -r -f" refuses rm -fr). The defaults always apply.
