@@ -352,7 +352,7 @@ func docRoot(t *testing.T) docPaths {
 	if err := os.MkdirAll(p.home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	goModules := map[string]string{"elicit-policy": elicitWasm, "sampling-echo": samplingWasm}
+	goModules := map[string]string{"elicit-policy": elicitWasm, "sampling-echo": samplingWasm, "shell-guard": shellWasm, "add-meta": addMetaWasm}
 	repoExamples := filepath.Join(examplesDir, "..")
 	err := filepath.WalkDir(repoExamples, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -35,6 +35,8 @@ var (
 	testkitWasm  string // testdata/testkit: roots from config, progress consumer
 	confineWasm  string // examples/handlers/go/confine-paths
 	redactWasm   string // examples/handlers/go/redact-secrets
+	shellWasm    string // examples/handlers/go/shell-guard
+	addMetaWasm  string // examples/handlers/go/add-meta
 
 	// goCache is the user's Go build cache, which the tests that build
 	// Go modules keep using once HOME is a temporary directory.
@@ -97,6 +99,8 @@ func buildAll(dir string) error {
 	testkitWasm = filepath.Join(dir, "testkit.wasm")
 	confineWasm = filepath.Join(dir, "confine-paths.wasm")
 	redactWasm = filepath.Join(dir, "redact-secrets.wasm")
+	shellWasm = filepath.Join(dir, "shell-guard.wasm")
+	addMetaWasm = filepath.Join(dir, "add-meta.wasm")
 	builds := []struct {
 		out, pkg string
 		wasm     bool
@@ -109,6 +113,8 @@ func buildAll(dir string) error {
 		{testkitWasm, "./testdata/testkit", true},
 		{confineWasm, "../../examples/handlers/go/confine-paths", true},
 		{redactWasm, "../../examples/handlers/go/redact-secrets", true},
+		{shellWasm, "../../examples/handlers/go/shell-guard", true},
+		{addMetaWasm, "../../examples/handlers/go/add-meta", true},
 	}
 	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
 		goCache = strings.TrimSpace(string(out))

@@ -147,3 +147,110 @@ func TestExampleInterceptNoop(t *testing.T) {
 		t.Fatalf("%s %v", r, err)
 	}
 }
+
+// examples/handlers/go/shell-guard, on the table of its testdata: every
+// harmless command line goes unchanged, every dangerous one is denied with
+// -32030 naming the module; so is a call without the command, or with a
+// command that is not a string. Other tools pass.
+func TestExampleShellGuard(t *testing.T) {
+	b, err := os.ReadFile("../../examples/handlers/go/shell-guard/testdata/commands.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Config              json.RawMessage
+		Harmless, Dangerous []string
+	}
+	if err := json.Unmarshal(b, &table); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t)
+	c := intercept.NewChain(load(t, h, ModuleConfig{Name: "shell-guard", Wasm: goGuest(t, "shell-guard"), Config: table.Config}))
+	ctx := context.Background()
+	run := func(tool string, args any) (json.RawMessage, error) {
+		p, _ := json.Marshal(map[string]any{"name": tool, "arguments": args})
+		return c.Request(ctx, &intercept.Request{Method: "tools/call", Params: p, Era: "legacy", ProtocolVersion: "2025-11-25"})
+	}
+	for _, s := range table.Harmless {
+		p, err := run("run_command", map[string]any{"command": s})
+		if err != nil || !strings.Contains(string(p), `"run_command"`) {
+			t.Errorf("harmless %q: %s %v, want it sent", s, p, err)
+		}
+	}
+	denied := func(what string, err error, why string) {
+		t.Helper()
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != intercept.CodeDenied || !strings.Contains(je.Message, `interceptor "shell-guard"`) || !strings.Contains(je.Message, why) {
+			t.Errorf("%s: %v, want a denial saying %q", what, err, why)
+		}
+	}
+	for _, s := range table.Dangerous {
+		_, err := run("run_command", map[string]any{"command": s})
+		denied(s, err, "command refused")
+	}
+	for _, tool := range []string{"shell", "exec"} {
+		_, err := run(tool, map[string]any{"command": "sudo rm -rf /"})
+		denied(tool, err, "command refused")
+	}
+	_, err = c.Request(ctx, &intercept.Request{Method: "tools/call", Params: json.RawMessage(`{"name":"run_command","arguments":{"command":"\u0072m -rf \u002f"}}`)})
+	denied(`\u0072m -rf \u002f`, err, "rm -r of /")
+	_, err = run("run_command", map[string]any{})
+	denied("no command", err, `argument "command" is missing`)
+	_, err = run("run_command", map[string]any{"command": []string{"rm", "-rf", "/"}})
+	denied("an array", err, "must be the command line, a string, not an array")
+	if _, err := run("read_file", map[string]any{"command": "rm -rf /"}); err != nil {
+		t.Errorf("another tool: %v, want it to pass", err)
+	}
+	// A tool name a lenient server would match, and argv given apart.
+	_, err = run("Run-Command", map[string]any{"command": "rm -rf /"})
+	denied("Run-Command", err, "rm -r of /")
+	_, err = run("run_command", map[string]any{"command": "rm", "args": []string{"-rf", "/"}})
+	denied("args apart", err, "rm -r of /")
+	if _, err := run("run_command", map[string]any{"command": "ls", "args": []string{"-la", "it's here"}}); err != nil {
+		t.Errorf("harmless args apart: %v, want it sent", err)
+	}
+	// A lone surrogate, which decoders read differently.
+	_, err = c.Request(ctx, &intercept.Request{Method: "tools/call", Params: json.RawMessage(`{"name":"run_command","arguments":{"command":"rm -rf /\ud800"}}`)})
+	denied("a lone surrogate", err, "U+FFFD")
+}
+
+// examples/handlers/go/add-meta adds its entries to the _meta of every
+// request — params absent or not — keeping the request's own members and
+// replacing a caller's look-alike of a configured key; a configuration
+// naming a key MCP reserves fails every call with an error that says so.
+func TestExampleAddMeta(t *testing.T) {
+	h := newHost(t)
+	c := intercept.NewChain(load(t, h, ModuleConfig{Name: "add-meta", Wasm: goGuest(t, "add-meta"),
+		Config: json.RawMessage(`{"meta":{"com.example/tenant":"acme","com.example/request-source":"snodo"}}`)}))
+	ctx := context.Background()
+	for params, want := range map[string]string{
+		`{}`: `{"_meta":{"com.example/request-source":"snodo","com.example/tenant":"acme"}}`,
+		// A caller's key with ſ for s is the operator's key to a decoder.
+		`{"_meta":{"com.example/request-ſource":"evil"}}`: `{"_meta":{"com.example/request-source":"snodo","com.example/tenant":"acme"}}`,
+		// <, > and & are sent as they came: the host requires the name
+		// byte for byte.
+		`{"name":"a<b&c","arguments":{"q":"x>y"}}`: `{"_meta":{"com.example/request-source":"snodo","com.example/tenant":"acme"},"arguments":{"q":"x>y"},"name":"a<b&c"}`,
+		`{"name":"read_file","arguments":{"path":"a"},"_meta":{"progressToken":"t","io.modelcontextprotocol/related-task":{"taskId":"1"},"com.example/TENANT":"evil","com.example/other":1}}`: `{"_meta":{"com.example/other":1,"com.example/request-source":"snodo","com.example/tenant":"acme","io.modelcontextprotocol/related-task":{"taskId":"1"},"progressToken":"t"},"arguments":{"path":"a"},"name":"read_file"}`,
+	} {
+		p, err := c.Request(ctx, &intercept.Request{Method: "tools/call", Params: json.RawMessage(params), Era: "modern", ProtocolVersion: "2026-07-28"})
+		if err != nil || string(p) != want {
+			t.Errorf("%s:\n got %s %v\nwant %s", params, p, err, want)
+		}
+	}
+	for cfg, why := range map[string]string{
+		`{"meta":{"io.modelcontextprotocol/logLevel":"debug"}}`: `the prefix "io.modelcontextprotocol/" is reserved for MCP`,
+		`{"meta":{"dev.mcp/x":1}}`:                              "reserved for MCP",
+		`{"meta":{"progressToken":1}}`:                          "unprefixed keys are MCP's own",
+		`{"meta":{"com.example/a":1,"com.example/A":2}}`:        "differ only in case",
+		`{"meta":{"com.example/":1}}`:                           "the name",
+		`{"meta":{"com.example/x":{"k":1,"K":2}}}`:              `the keys "k" and "K"`,
+		`{"metas":{}}`: `unknown field "metas"`,
+		`null`:         `"meta" must hold the entries`,
+	} {
+		bad := intercept.NewChain(load(t, h, ModuleConfig{Name: "add-meta-bad", Wasm: goGuest(t, "add-meta"), Config: json.RawMessage(cfg)}))
+		_, err := bad.Request(ctx, readFile("/x"))
+		if !errors.Is(err, intercept.ErrDenied) || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s: %v, want a failure saying %s", cfg, err, why)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,14 @@ var goGuests = map[string]string{
 	"sampling-echo":  "../../examples/handlers/go/sampling-echo",
 	"confine-paths":  "../../examples/handlers/go/confine-paths",
 	"redact-secrets": "../../examples/handlers/go/redact-secrets",
+}
+
+// exampleGoGuests are more Go examples the tests build, for their own
+// tests only: the instrumentation test, which disassembles every module
+// of goGuests, has Go guests enough there.
+var exampleGoGuests = map[string]string{
+	"shell-guard": "../../examples/handlers/go/shell-guard",
+	"add-meta":    "../../examples/handlers/go/add-meta",
 }
 
 var goGuestDir string
@@ -70,7 +79,9 @@ func buildGoGuests(dir string) error {
 	if _, err := os.Stat(goTool); err != nil {
 		goTool = "go"
 	}
-	for name, pkg := range goGuests {
+	all := maps.Clone(goGuests)
+	maps.Copy(all, exampleGoGuests)
+	for name, pkg := range all {
 		out := filepath.Join(dir, name+".wasm")
 		cmd := exec.Command(goTool, "build", "-buildmode=c-shared", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
