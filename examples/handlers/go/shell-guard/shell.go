@@ -218,54 +218,71 @@ func (p *parser) list(stop rune) (*list, error) {
 				return nil, err
 			}
 		case r == '(':
-			if len(cmd.words) > 0 {
-				// name ( ) — a function definition.
-				j := p.i + 1
-				for j < len(p.s) && isSpace(p.s[j]) {
-					j++
-				}
-				if j >= len(p.s) || p.s[j] != ')' || len(cmd.words) != 1 {
-					return nil, errors.New(`unexpected "("`)
-				}
-				p.i = j + 1
-				cmd.fn = cmd.words[0].text
-				endPipe()
-				continue
-			}
-			p.i++
-			sub, err := p.list(')')
-			if err != nil {
+			if err := p.paren(cmd, endPipe); err != nil {
 				return nil, err
 			}
-			p.i++ // the ')'
-			cmd.sub = sub
 		case r == ')':
 			return nil, errors.New(`unexpected ")"`)
 		default:
-			w, err := p.word()
-			if err != nil {
+			if err := p.words(cmd, endPipe); err != nil {
 				return nil, err
-			}
-			// An fd number right before a redirection is not a word.
-			if p.i < len(p.s) && (p.s[p.i] == '<' || p.s[p.i] == '>') && isDigits(w.text) && !w.dynamic {
-				continue
-			}
-			ws, err := expandWord(w)
-			if err != nil {
-				return nil, err
-			}
-			if len(cmd.words) == 0 && len(ws) == 1 && (ws[0].text == "{" || ws[0].text == "}") && !w.dynamic {
-				// A group's braces: the commands inside are read as
-				// commands of their own.
-				endPipe()
-				continue
-			}
-			cmd.words = append(cmd.words, ws...)
-			if len(cmd.words) > maxWords {
-				return nil, fmt.Errorf("a command has more than %d words", maxWords)
 			}
 		}
 	}
+}
+
+// paren reads what starts at a "(": a function definition's "( )" after
+// its name, or a subshell's list up to its ")".
+func (p *parser) paren(cmd *command, endPipe func()) error {
+	if len(cmd.words) > 0 {
+		// name ( ) — a function definition.
+		j := p.i + 1
+		for j < len(p.s) && isSpace(p.s[j]) {
+			j++
+		}
+		if j >= len(p.s) || p.s[j] != ')' || len(cmd.words) != 1 {
+			return errors.New(`unexpected "("`)
+		}
+		p.i = j + 1
+		cmd.fn = cmd.words[0].text
+		endPipe()
+		return nil
+	}
+	p.i++
+	sub, err := p.list(')')
+	if err != nil {
+		return err
+	}
+	p.i++ // the ')'
+	cmd.sub = sub
+	return nil
+}
+
+// words reads one word of cmd and adds what it expands to.
+func (p *parser) words(cmd *command, endPipe func()) error {
+	w, err := p.word()
+	if err != nil {
+		return err
+	}
+	// An fd number right before a redirection is not a word.
+	if p.i < len(p.s) && (p.s[p.i] == '<' || p.s[p.i] == '>') && isDigits(w.text) && !w.dynamic {
+		return nil
+	}
+	ws, err := expandWord(w)
+	if err != nil {
+		return err
+	}
+	if len(cmd.words) == 0 && len(ws) == 1 && (ws[0].text == "{" || ws[0].text == "}") && !w.dynamic {
+		// A group's braces: the commands inside are read as commands of
+		// their own.
+		endPipe()
+		return nil
+	}
+	cmd.words = append(cmd.words, ws...)
+	if len(cmd.words) > maxWords {
+		return fmt.Errorf("a command has more than %d words", maxWords)
+	}
+	return nil
 }
 
 // heredocs reads the bodies of the pending here-documents, which start at
