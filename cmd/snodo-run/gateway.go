@@ -50,7 +50,7 @@ the servers down in order.`
 func (a *app) gatewayCmd() *cobra.Command {
 	var (
 		configPath, listen string
-		stdio              bool
+		stdio, anonymous   bool
 		grace              time.Duration
 	)
 	cmd := &cobra.Command{
@@ -65,13 +65,14 @@ func (a *app) gatewayCmd() *cobra.Command {
 			if configPath == "" {
 				return usageErr("gateway needs --config FILE (docs/GATEWAY.md shows one)")
 			}
-			return a.runGateway(configPath, listen, stdio, grace)
+			return a.runGateway(configPath, listen, stdio, anonymous, grace)
 		},
 	}
 	// This --config shadows snodo-run's own: the gateway reads its file alone.
 	cmd.Flags().StringVar(&configPath, "config", "", "the gateway's config `FILE` (JSON, or YAML by its extension)")
 	cmd.Flags().StringVar(&listen, "listen", "", "`ADDR` to serve on (host:port), instead of the config's listen (default 127.0.0.1:8080)")
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve one local host on stdin and stdout instead of HTTP")
+	cmd.Flags().BoolVar(&anonymous, "allow-anonymous", false, "serve hosts without identities on an address other than loopback")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 10*time.Second, "how long calls in flight may finish after SIGINT or SIGTERM")
 	cmd.AddCommand(a.hashTokenCmd())
 	return cmd
@@ -106,7 +107,7 @@ func (a *app) hashTokenCmd() *cobra.Command {
 
 // runGateway starts the gateway's parts from the config file and serves
 // until a.ctx ends (a signal).
-func (a *app) runGateway(configPath, listen string, stdio bool, grace time.Duration) error {
+func (a *app) runGateway(configPath, listen string, stdio, anonymous bool, grace time.Duration) error {
 	log := a.logger
 	sections, err := gateway.ReadConfig(configPath)
 	if err != nil {
@@ -133,6 +134,13 @@ func (a *app) runGateway(configPath, listen string, stdio bool, grace time.Durat
 	pol, err := policy.New(ctx, sections, policy.Options{Auditor: aud, Logger: log})
 	if err != nil {
 		return configErr("%v", err)
+	}
+	addr := "127.0.0.1:8080" // the front's default
+	if err := sections.Decode("listen", &addr); err != nil {
+		return configErr("%v", err)
+	}
+	if !stdio && pol.Open() && !anonymous && !loopback(addr) {
+		return configErr("the gateway would serve every host anonymously, with every server and tool, on %s: add identities (tokenSha256) or a jwt section to the config, listen on 127.0.0.1, or pass --allow-anonymous", addr)
 	}
 	h, err := hub.New(ctx, sections, hub.Options{Policy: pol, Telemetry: tel, Auditor: aud, Logger: log,
 		Dir: filepath.Dir(configPath)})
@@ -184,4 +192,18 @@ func isGatewayCmd(cmd *cobra.Command) bool {
 		}
 	}
 	return false
+}
+
+// loopback reports whether the listen address addr only takes
+// connections from this machine.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -90,3 +90,29 @@ func get(t *testing.T, url string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.Status[:3] + " " + string(b)
 }
+
+// A gateway with no identities serves every host everything: it does so
+// on a loopback address, and elsewhere only when told to.
+func TestGatewayRefusesAnonymousHostsBeyondLoopback(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gw.yaml")
+	if err := os.WriteFile(cfg, []byte("mcpServers:\n  demo:\n    command: "+demo+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		r := cli(t, "gateway", "--config", cfg, "--listen", addr)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--allow-anonymous") {
+			t.Errorf("--listen %s with no identities: exit %d\n%s", addr, r.code, r.stderr)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:8080", "localhost:80", "[::1]:9"} {
+		if !loopback(addr) {
+			t.Errorf("%s is loopback", addr)
+		}
+	}
+	for _, addr := range []string{"0.0.0.0:1", ":1", "10.0.0.1:1", "example.com:1", "nonsense"} {
+		if loopback(addr) {
+			t.Errorf("%s is not loopback", addr)
+		}
+	}
+}

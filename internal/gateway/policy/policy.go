@@ -148,6 +148,10 @@ type Policy struct {
 
 var _ gateway.Policy = (*Policy)(nil)
 
+// Open reports whether the policy has no identities and no jwt section:
+// every host is anonymous and allowed everything.
+func (p *Policy) Open() bool { return p.open }
+
 // New reads the identities, jwt and limits sections. Every error names the
 // member at fault and what to write instead.
 func New(ctx context.Context, sections gateway.Sections, opts Options) (*Policy, error) {
