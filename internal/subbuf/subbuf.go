@@ -84,7 +84,11 @@ func New[E any](owner context.Context, id jsonrpc.ID, cfg Config, cancel func() 
 	if b.max <= 0 {
 		b.max = DefaultMax
 	}
+	// Under the lock: an owner that has already ended runs the Close at
+	// once, in a goroutine of its own, which must find stopOwn set.
+	b.mu.Lock()
 	b.stopOwn = context.AfterFunc(owner, func() { b.Close() })
+	b.mu.Unlock()
 	return b
 }
 
@@ -184,9 +188,10 @@ func (b *Buffer[E]) Finish(err error) {
 		b.endLocked(err)
 		b.cancel = nil // the server's side is already over
 	}
+	stop := b.stopOwn
 	b.mu.Unlock()
 	if first {
-		b.stopOwn()
+		stop()
 	}
 }
 
@@ -256,8 +261,9 @@ func (b *Buffer[E]) Close() error {
 	if !b.ended {
 		b.endLocked(io.EOF)
 	}
+	stop := b.stopOwn
 	b.mu.Unlock()
-	b.stopOwn()
+	stop()
 	return b.cancelOnServer()
 }
 
@@ -269,8 +275,9 @@ func (b *Buffer[E]) endByConsumer(err error) {
 	if !b.ended {
 		b.endLocked(err)
 	}
+	stop := b.stopOwn
 	b.mu.Unlock()
-	b.stopOwn()
+	stop()
 	_ = b.cancelOnServer()
 }
 
