@@ -107,7 +107,7 @@ echo "== Rust ($("$rust_rustc" --version), wasm32-wasi cdylib)"
 # `cargo build --release --target wasm32-wasi` builds the same handlers
 # (not byte for byte). Paths in panic messages are made relative to the
 # repository.
-rustflags=(--edition 2021 --target wasm32-wasi -C opt-level=s -C codegen-units=1 -C panic=abort
+rustflags=(--edition 2021 --target wasm32-wasi -C opt-level=3 -C codegen-units=1 -C panic=abort
 	-C strip=symbols "--remap-path-prefix=$PWD=." -D warnings)
 "$rust_rustc" "${rustflags[@]}" --crate-type rlib --crate-name snodo_guest -C metadata=snodo-guest \
 	-C embed-bitcode=yes -o "$tmp/libsnodo_guest.rlib" abi/guest-rust/src/lib.rs

@@ -282,7 +282,7 @@ crate-type = ["cdylib"]
 snodo-guest = { path = "snodo-sdk" }
 
 [profile.release]
-opt-level = "s"
+opt-level = 3
 lto = true
 codegen-units = 1
 panic = "abort"

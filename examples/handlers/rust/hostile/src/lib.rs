@@ -25,7 +25,10 @@ fn answer(_ctx: &Context<'_>, req: &ElicitRequest<'_>) -> Result<ElicitResult, E
             Err(Error::internal(format!("recursion ended at {}", n)))
         }
         "alloc" => {
-            let v: Vec<u8> = Vec::with_capacity(1 << 30);
+            let mut v: Vec<u8> = Vec::with_capacity(1 << 30);
+            // A volatile write, so that the optimizer cannot drop the
+            // allocation (it removes one that nothing reads or writes).
+            unsafe { std::ptr::write_volatile(v.as_mut_ptr(), 1) };
             Err(Error::internal(format!("allocated {}", v.capacity())))
         }
         "error" => Err(Error::new(-32000, "refused by policy")),
