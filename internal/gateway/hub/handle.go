@@ -458,7 +458,8 @@ func undeclaredInput(server string, r *gateway.Request, res json.RawMessage) err
 			Method string `json:"method"`
 		} `json:"inputRequests"`
 	}
-	if json.Unmarshal(res, &ir) != nil || ir.ResultType != "input_required" {
+	// Most results are complete: no need to decode them whole to see so.
+	if !bytes.Contains(res, []byte(`"input_required"`)) || json.Unmarshal(res, &ir) != nil || ir.ResultType != "input_required" {
 		return nil
 	}
 	for _, in := range ir.InputRequests {
